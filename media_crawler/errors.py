@@ -1,0 +1,149 @@
+"""The error taxonomy: one table decides what every failure means.
+
+    CrawlError(error_class, message, platform_code, retry_after, http_status)
+    │
+    ├── transient: retried per item with capped exponential backoff + jitter
+    │     network_timeout  connection_reset  http_5xx
+    │     rate_limited     (429, Retry-After, Bilibili -412/-352/-799,
+    │                       Weibo 418/432, Facebook 4/17/32/613/80001)
+    │                       also slows the platform's shared rate budget
+    │     url_expired      (CDN 403 on a signed URL: re-resolve, then retry)
+    │
+    ├── bad body: retried from a clean .part
+    │     truncated_body   hash_mismatch   bad_signature (HTML/JSON served as media)
+    │     corrupt_media    (signature fine, but Pillow / the MP4 box walk disagree)
+    │
+    ├── permanent: recorded, reported, never retried
+    │     not_found        (404/410, Bilibili -404/62002/62004/62012/-403/-10403/-688,
+    │                       Facebook 100/33 and 10/200-299, Weibo tombstones)
+    │     too_large        disallowed_url
+    │
+    ├── alerting: no retry, a person must look
+    │     auth             (401, Facebook 190, Weibo ok:-100, Bilibili -101): stops the platform
+    │     parse_error      (schema drift: the raw body is kept)
+    │
+    └── storage: stop admitting new work
+          disk_full        storage_error
+
+Domain code raises CrawlError; the Dagster layer maps a whole partition onto
+RetryPolicy / Failure using `policy_for(...)`.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from enum import Enum
+
+
+class ErrorClass(str, Enum):
+    NETWORK_TIMEOUT = "network_timeout"
+    CONNECTION_RESET = "connection_reset"
+    HTTP_5XX = "http_5xx"
+    RATE_LIMITED = "rate_limited"
+    URL_EXPIRED = "url_expired"
+    TRUNCATED_BODY = "truncated_body"
+    HASH_MISMATCH = "hash_mismatch"
+    BAD_SIGNATURE = "bad_signature"
+    CORRUPT_MEDIA = "corrupt_media"
+    NOT_FOUND = "not_found"
+    TOO_LARGE = "too_large"
+    DISALLOWED_URL = "disallowed_url"
+    AUTH = "auth"
+    PARSE_ERROR = "parse_error"
+    DISK_FULL = "disk_full"
+    STORAGE_ERROR = "storage_error"
+
+    def __str__(self) -> str:  # log lines and ledger rows carry the plain name
+        return self.value
+
+
+class FinalState(str, Enum):
+    """What an item becomes when this class ends its attempts."""
+
+    FAILED = "failed"  # retries exhausted or alerting class: a rerun may redo it
+    GONE = "gone"  # permanently unavailable: never retried, does not keep a partition red
+
+
+@dataclass(frozen=True)
+class ErrorPolicy:
+    retryable: bool
+    final_state: FinalState
+    backoff_base_s: float = 0.5
+    backoff_cap_s: float = 30.0
+    slows_platform: bool = False  # lower the shared request rate for a while
+    stops_platform: bool = False  # no more requests to this platform in this run
+    stops_admission: bool = False  # no new downloads anywhere (disk)
+    restart_part: bool = False  # discard the staging .part before the next attempt
+
+    def backoff(self, attempt: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
+        """Seconds to wait before attempt `attempt + 1` (attempt counts from 1).
+
+        Retry-After wins when the server sent one: it knows when it will recover.
+        Otherwise capped exponential backoff with full jitter (AWS-style), so many
+        workers retrying at once do not hit the server in lockstep.
+        """
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.backoff_cap_s * 4)
+        ceiling = min(self.backoff_cap_s, self.backoff_base_s * (2 ** max(attempt - 1, 0)))
+        return (rng or random).uniform(ceiling / 2, ceiling)
+
+
+_TRANSIENT = ErrorPolicy(retryable=True, final_state=FinalState.FAILED)
+_BAD_BODY = ErrorPolicy(retryable=True, final_state=FinalState.FAILED, restart_part=True)
+_PERMANENT = ErrorPolicy(retryable=False, final_state=FinalState.GONE)
+
+POLICIES: dict[ErrorClass, ErrorPolicy] = {
+    ErrorClass.NETWORK_TIMEOUT: _TRANSIENT,
+    ErrorClass.CONNECTION_RESET: _TRANSIENT,
+    ErrorClass.HTTP_5XX: _TRANSIENT,
+    ErrorClass.RATE_LIMITED: ErrorPolicy(
+        retryable=True, final_state=FinalState.FAILED, backoff_base_s=2.0, backoff_cap_s=120.0, slows_platform=True
+    ),
+    ErrorClass.URL_EXPIRED: _TRANSIENT,
+    ErrorClass.TRUNCATED_BODY: _TRANSIENT,  # resumable: keep the .part, Range continues it
+    ErrorClass.HASH_MISMATCH: _BAD_BODY,
+    ErrorClass.BAD_SIGNATURE: _BAD_BODY,
+    ErrorClass.CORRUPT_MEDIA: _BAD_BODY,
+    ErrorClass.NOT_FOUND: _PERMANENT,
+    ErrorClass.TOO_LARGE: _PERMANENT,
+    ErrorClass.DISALLOWED_URL: _PERMANENT,
+    ErrorClass.AUTH: ErrorPolicy(retryable=False, final_state=FinalState.FAILED, stops_platform=True),
+    ErrorClass.PARSE_ERROR: ErrorPolicy(retryable=False, final_state=FinalState.FAILED),
+    ErrorClass.DISK_FULL: ErrorPolicy(retryable=False, final_state=FinalState.FAILED, stops_admission=True),
+    ErrorClass.STORAGE_ERROR: ErrorPolicy(retryable=False, final_state=FinalState.FAILED, stops_admission=True),
+}
+
+
+def policy_for(error_class: ErrorClass | str) -> ErrorPolicy:
+    return POLICIES[ErrorClass(error_class)]
+
+
+class CrawlError(Exception):
+    """A classified failure. `message` must already be free of secrets."""
+
+    def __init__(
+        self,
+        error_class: ErrorClass | str,
+        message: str,
+        *,
+        platform_code: str | int | None = None,
+        retry_after: float | None = None,
+        http_status: int | None = None,
+    ) -> None:
+        self.error_class = ErrorClass(error_class)
+        self.message = message
+        self.platform_code = None if platform_code is None else str(platform_code)
+        self.retry_after = retry_after
+        self.http_status = http_status
+        super().__init__(f"{self.error_class.value}: {message}")
+
+    @property
+    def policy(self) -> ErrorPolicy:
+        return policy_for(self.error_class)
+
+    def as_dict(self) -> dict:
+        return {
+            "error_class": self.error_class.value,
+            "platform_code": self.platform_code,
+            "message": self.message,
+        }

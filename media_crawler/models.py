@@ -1,0 +1,140 @@
+"""The nouns every stage shares: sources, day windows and normalized media records.
+
+Identity rule (PLATFORMS.md): a record is keyed by (platform, item_id, variant),
+the platform's own ids, never by its media_url, which is a signed CDN URL that
+expires within hours.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any, Mapping
+
+PLATFORMS = ("bilibili", "weibo", "facebook", "urls")
+KINDS = ("image", "video", "audio")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One thing to crawl: `bilibili: user 12345`, `facebook: page 42`, `urls: <feed url>`.
+
+    `options` carries per-source switches (e.g. Weibo's `api: ajax`).
+    """
+
+    platform: str
+    kind: str  # user | page | feed
+    ident: str  # uid / page id / feed URL
+    options: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def key(self) -> str:
+        """The dynamic-partition key: short, stable, only [a-z0-9-]."""
+        if self.platform == "urls":
+            return "urls-" + hashlib.sha256(self.ident.encode()).hexdigest()[:10]
+        return f"{self.platform}-{re.sub(r'[^A-Za-z0-9]', '', self.ident)}"
+
+    @classmethod
+    def parse(cls, platform: str, spec: str, options: Mapping[str, Any] | None = None) -> "Source":
+        """`("bilibili", "user 12345")`, `("urls", "http://host/feed.json")`."""
+        platform = platform.strip().lower()
+        if platform not in PLATFORMS:
+            raise ValueError(f"unknown platform {platform!r}; expected one of {', '.join(PLATFORMS)}")
+        spec = str(spec).strip()
+        if platform == "urls":
+            return cls("urls", "feed", spec, dict(options or {}))
+        parts = spec.split()
+        if len(parts) == 1:
+            kind, ident = ("page" if platform == "facebook" else "user"), parts[0]
+        elif len(parts) == 2:
+            kind, ident = parts
+        else:
+            raise ValueError(f"cannot read source {platform}: {spec!r}; expected e.g. 'user 12345'")
+        return cls(platform, kind.lower(), ident, dict(options or {}))
+
+
+@dataclass(frozen=True)
+class DayWindow:
+    """A publication-day partition: [start, end) in UTC."""
+
+    day: date
+
+    @property
+    def start(self) -> datetime:
+        return datetime.combine(self.day, time.min, tzinfo=timezone.utc)
+
+    @property
+    def end(self) -> datetime:
+        return self.start + timedelta(days=1)
+
+    def contains(self, moment: datetime | None) -> bool:
+        return moment is not None and self.start <= moment < self.end
+
+    @classmethod
+    def parse(cls, text: str) -> "DayWindow":
+        return cls(date.fromisoformat(text))
+
+
+@dataclass(frozen=True)
+class MediaRecord:
+    """One downloadable media variant, normalized from a platform response.
+
+    - item_id/variant: the platform's identity (e.g. Bilibili `BV1xx:656547014`,
+      variant `video-80-7`; Weibo picture `pid`, variant `large`).
+    - canonical_url: the stable public page plus the variant; logs and the
+      seen-set use it.
+    - media_url: what to GET now; signed and short-lived, never a key.
+    - group: links records that belong together (a video's video and audio
+      tracks, a live photo's image and clip).
+    - resolve_ref: what the adapter needs to fetch a fresh media_url later
+      (None when the URL does not expire).
+    - meta: what a yt-dlp/gallery-dl user expects (title, text, author_id,
+      author_name, post_id, post_url, width, height, duration, quality).
+    """
+
+    platform: str
+    item_id: str
+    variant: str
+    kind: str
+    canonical_url: str
+    media_url: str
+    published_at: datetime | None = None
+    backup_urls: tuple[str, ...] = ()
+    group: str | None = None
+    resolve_ref: str | None = None
+    expected_sha256: str | None = None
+    expected_size: int | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.platform, self.item_id, self.variant)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["published_at"] = iso_utc(self.published_at)
+        data["backup_urls"] = list(self.backup_urls)
+        data["meta"] = dict(self.meta)
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_json_dict(), ensure_ascii=False, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class ItemError:
+    """A single item of a page that could not be normalized (the rest still can)."""
+
+    platform: str
+    error_class: str
+    message: str
+    item_id: str | None = None
+    platform_code: str | None = None
+
+
+def iso_utc(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")

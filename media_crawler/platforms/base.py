@@ -1,0 +1,102 @@
+"""The seam between the pipeline and a platform.
+
+An adapter turns a Source and a DayWindow into MediaRecords by paging the
+platform's API through an ApiTransport, and knows how to re-resolve a signed
+media URL and which headers its CDN wants. Normalizers (pure functions of a
+decoded response) live beside each client so they can be tested on fixtures and
+used by `media-crawler normalize`.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterator, Mapping, Protocol
+
+from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
+
+
+@dataclass(frozen=True)
+class ApiResponse:
+    status: int
+    headers: Mapping[str, str]
+    text: str
+    url: str  # already scrubbed of secrets: safe to log
+
+    def json(self) -> Any:
+        import json
+
+        return json.loads(self.text)
+
+
+class ApiTransport(Protocol):
+    """Issues one API GET. Implementations own sessions, timeouts and the rate
+    budget; network failures surface as CrawlError(network_timeout/connection_reset).
+    HTTP error statuses are returned, not raised: the adapter classifies them,
+    because platforms hide errors in 200 bodies and in 4xx bodies alike."""
+
+    def get(
+        self, platform: str, url: str, *, params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None
+    ) -> ApiResponse: ...
+
+
+@dataclass(frozen=True)
+class PlatformSettings:
+    """Per-platform settings from sources.yaml (`platforms:` section).
+
+    api_base: the platform's API root (simulator, proxy or mirror in tests);
+    extra_api_bases: further roots a platform needs (Weibo's m. and ajax APIs);
+    media_hosts: host patterns media may be fetched from (`*.hdslb.com`);
+    credentials are names of environment variables, never values.
+    """
+
+    api_base: str | None = None
+    extra_api_bases: Mapping[str, str] = field(default_factory=dict)
+    media_hosts: tuple[str, ...] = ()
+    max_height: int = 1080
+    codec_order: tuple[str, ...] = ("avc", "hevc", "av1")
+    credential_env: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+class PlatformAdapter(ABC):
+    name: ClassVar[str]
+    default_api_base: ClassVar[str]
+    default_media_hosts: ClassVar[tuple[str, ...]] = ()
+    # Seconds a media URL stays valid after resolution; None: does not expire.
+    url_lifetime_s: ClassVar[float | None] = None
+
+    def __init__(self, settings: PlatformSettings, transport: ApiTransport) -> None:
+        self.settings = settings
+        self.transport = transport
+
+    @property
+    def api_base(self) -> str:
+        return (self.settings.api_base or self.default_api_base).rstrip("/")
+
+    @abstractmethod
+    def iter_records(
+        self, source: Source, window: DayWindow, cursors: "CursorStore | None" = None
+    ) -> Iterator[MediaRecord | ItemError]:
+        """Page the source's feed, yield the window's records (and per-item
+        errors); stop paging at the first page older than the window. Raises
+        CrawlError for a page-level failure (rate limit, auth, parse error)."""
+
+    def resolve(self, record: MediaRecord) -> MediaRecord:
+        """A record with a fresh media_url (called when the URL is older than
+        url_lifetime_s or the CDN answered 403). Default: unchanged."""
+        return record
+
+    def download_headers(self, record: MediaRecord) -> dict[str, str]:
+        """Headers the CDN requires (Referer, User-Agent, cookies from env)."""
+        return {}
+
+
+class CursorStore(Protocol):
+    """Per-source incremental cursors, persisted in the ledger."""
+
+    def get_cursor(self, source_key: str, name: str) -> str | None: ...
+
+    def set_cursor(self, source_key: str, name: str, value: str) -> None: ...
+
+
+FeedItem = MediaRecord | ItemError

@@ -1,0 +1,121 @@
+"""The ledger's tables (SQLAlchemy Core: the same definitions run on SQLite and PostgreSQL).
+
+Schema changes are versioned: bump SCHEMA_VERSION and add a step to
+`store.migrations.MIGRATIONS`; never rely on create_all over an existing schema.
+"""
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+SCHEMA_VERSION = 1
+metadata = MetaData()
+
+schema_version = Table(
+    "mc_schema_version",
+    metadata,
+    Column("version", Integer, primary_key=True),
+    Column("applied_at", Float, nullable=False),
+)
+
+# One row per media variant. Timestamps are unix seconds (float): cheap to
+# compare on both databases and to turn into stage delays.
+tasks = Table(
+    "mc_tasks",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("platform", String(16), nullable=False),
+    Column("item_id", String(200), nullable=False),
+    Column("variant", String(100), nullable=False),
+    Column("kind", String(8), nullable=False),
+    Column("source_key", String(120), nullable=False),
+    Column("day", String(10), nullable=False),
+    Column("canonical_url", Text, nullable=False),
+    Column("media_url", Text, nullable=False),
+    Column("backup_urls", Text),  # JSON list
+    Column("group_key", String(200)),
+    Column("resolve_ref", String(300)),
+    Column("resolved_at", Float),
+    Column("published_at", String(25)),
+    Column("meta", Text),  # JSON
+    Column("expected_sha256", String(64)),
+    Column("expected_size", BigInteger),
+    Column("state", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("next_attempt_at", Float),
+    Column("error_class", String(32)),
+    Column("error_code", String(32)),
+    Column("error_message", Text),
+    Column("lease_owner", String(120)),
+    Column("lease_expires_at", Float),
+    Column("run_id", String(64)),
+    Column("sha256", String(64)),
+    Column("size", BigInteger),
+    Column("etag", String(200)),
+    Column("discovered_at", Float),
+    Column("queued_at", Float),
+    Column("claimed_at", Float),
+    Column("started_at", Float),
+    Column("finished_at", Float),
+    Column("verified_at", Float),
+    Column("committed_at", Float),
+    Column("failed_at", Float),
+    Column("updated_at", Float),
+    UniqueConstraint("platform", "item_id", "variant", name="uq_mc_tasks_identity"),
+    Index("ix_mc_tasks_partition_state", "source_key", "day", "state"),
+    Index("ix_mc_tasks_state_lease", "state", "lease_expires_at"),
+    Index("ix_mc_tasks_sha256", "sha256"),
+)
+
+# Per-source incremental cursors (newest item seen, paging tokens).
+cursors = Table(
+    "mc_cursors",
+    metadata,
+    Column("source_key", String(120), primary_key=True),
+    Column("name", String(60), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+# Page-level failures of media_records (a feed page, not an item, failed).
+feed_errors = Table(
+    "mc_feed_errors",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("source_key", String(120), nullable=False),
+    Column("day", String(10), nullable=False),
+    Column("platform", String(16), nullable=False),
+    Column("error_class", String(32), nullable=False),
+    Column("platform_code", String(32)),
+    Column("message", Text),
+    Column("raw_body", Text),  # kept for parse errors (schema drift), already scrubbed
+    Column("run_id", String(64)),
+    Column("at", Float, nullable=False),
+    Column("resolved_at", Float),
+    Index("ix_mc_feed_errors_partition", "source_key", "day"),
+)
+
+# Shared per-platform request budget (token bucket), so every worker and run
+# on one ledger database draws from one budget.
+rate_budget = Table(
+    "mc_rate_budget",
+    metadata,
+    Column("platform", String(16), primary_key=True),
+    Column("tokens", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("rate", Float, nullable=False),  # requests per second, currently in force
+    Column("base_rate", Float, nullable=False),
+    Column("burst", Float, nullable=False),
+    Column("slow_until", Float, nullable=False, default=0.0),
+    Column("in_flight", Integer, nullable=False, default=0),
+)
