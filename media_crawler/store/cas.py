@@ -62,11 +62,12 @@ class BlobStore:
         """Move a verified staging file into the store under its hash."""
         target = self.path_for(sha256)
         try:
-            size = staged.stat().st_size
             if target.exists():
-                # Dedup: identical content is already stored whole; drop ours.
+                # Dedup, or a re-run after a crash between the link and the
+                # ledger update: the content is already stored whole; drop ours.
                 staged.unlink(missing_ok=True)
                 return CommitResult(sha256, target.stat().st_size, target, created=False)
+            size = staged.stat().st_size
             if verify_hash and file_sha256(staged) != sha256:
                 raise CrawlError(ErrorClass.HASH_MISMATCH, "staged bytes do not hash to the expected name")
             _fsync_file(staged)

@@ -1,0 +1,36 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export MEDIA_CRAWLER_HOME ?= $(CURDIR)/var
+export DAGSTER_HOME ?= $(CURDIR)/var/dagster_home
+
+.PHONY: install demo test ui sim bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## make demo: install, start the simulator, crawl it through Dagster into ./var, print a summary
+demo: install
+	$(BIN)/media-crawler demo --home $(MEDIA_CRAWLER_HOME)
+
+## make test: install test extras and run the suite
+test: install
+	$(BIN)/python -m pytest
+
+## make ui: simulator + dagster-daemon + dagster-webserver on 127.0.0.1:3000 (Ctrl-C stops all)
+ui: install
+	$(BIN)/python -m media_crawler.commands.ui --home $(MEDIA_CRAWLER_HOME)
+
+## make bench: the peer download benchmark (writes bench/RESULTS.md)
+bench: install
+	bash bench/run.sh
+
+clean:
+	rm -rf var

@@ -1,0 +1,36 @@
+"""The `media-crawler` command: one subcommand per module in commands/.
+
+Each module exposes `add_arguments(parser)` and `run(args) -> int`; importing
+them lazily keeps `media-crawler --help` fast (Dagster takes a second to import).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = {
+    "sim": ("media_crawler.sim", "run the built-in platform simulator on 127.0.0.1"),
+    "crawl": ("media_crawler.commands.crawl", "crawl sources for days through Dagster (registers partitions)"),
+    "demo": ("media_crawler.commands.demo", "start the simulator and crawl it into ./var (make demo)"),
+    "normalize": ("media_crawler.commands.normalize", "print the records a saved API response yields"),
+    "fetch-urls": ("media_crawler.commands.fetch_urls", "download a plain URL list without Dagster"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="media-crawler")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    chosen = argv[0] if argv and not argv[0].startswith("-") else None
+    for name, (module_name, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        command.set_defaults(_module=module_name)
+        if name == chosen:
+            importlib.import_module(module_name).add_arguments(command)
+    args = parser.parse_args(argv)
+    return int(importlib.import_module(args._module).run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

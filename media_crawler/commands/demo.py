@@ -1,0 +1,128 @@
+"""`media-crawler demo`: a real crawl of the built-in simulator into ./var.
+
+Starts the simulator, writes a sources.yaml pointing every platform at it,
+crawls every demo source for the simulator's days through Dagster, prints a
+summary, stops the simulator. A second run downloads nothing and says so.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from media_crawler.commands.home import ensure_dagster_home
+from media_crawler.config import HOME_ENV
+
+DEMO_TOKEN_ENV = "FB_ACCESS_TOKEN"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--home", default=os.environ.get(HOME_ENV, "var"), help="where the store, ledger and Dagster home go")
+    parser.add_argument("--port", type=int, default=8787, help="simulator port (0: any free port)")
+    parser.add_argument("--seed", type=int, default=1)
+
+
+def demo_sources(base_url: str) -> dict:
+    """The demo's sources.yaml: real adapters, API bases pointed at the simulator."""
+    return {
+        "allow_hosts": ["127.0.0.1"],
+        "platforms": {
+            "bilibili": {"api_base": f"{base_url}/bilibili", "max_height": 1080},
+            "weibo": {"api_base": f"{base_url}/weibo-m", "extra_api_bases": {"ajax": f"{base_url}/weibo"}},
+            "facebook": {"api_base": f"{base_url}/facebook/v19.0", "credential_env": {"access_token": DEMO_TOKEN_ENV}},
+        },
+        "sources": [
+            {"bilibili": "user 12345"},
+            {"weibo": "user 678"},
+            {"weibo": "user 679", "api": "ajax"},
+            {"facebook": "page 42"},
+            {"facebook": "page 43"},
+            {"urls": f"{base_url}/urls/demo.json"},
+        ],
+    }
+
+
+def start_simulator(port: int, seed: int):
+    from media_crawler.sim.server import Simulator
+
+    try:
+        sim = Simulator(seed=seed, port=port)
+        sim.start()
+    except OSError:
+        sim = Simulator(seed=seed, port=0)  # the demo port is taken: any free port will do
+        sim.start()
+    return sim
+
+
+def run(args: argparse.Namespace) -> int:
+    import requests
+
+    from media_crawler.commands.crawl import crawl
+    from media_crawler.observe.logging import configure
+
+    home = Path(args.home).resolve()
+    os.environ[HOME_ENV] = str(home)
+    dagster_home = ensure_dagster_home(home)
+    os.environ.setdefault(DEMO_TOKEN_ENV, "demo-token-not-secret")
+    log_path = home / "demo" / "crawl.log.jsonl"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "a") as log_file:
+        configure(stream=log_file)
+        sim = start_simulator(args.port, args.seed)
+        try:
+            truth = requests.get(f"{sim.base_url}/_sim/truth", timeout=10).json()
+            config_path = home / "demo" / "sources.yaml"
+            config_path.write_text(yaml.safe_dump(demo_sources(sim.base_url), sort_keys=False))
+            before = _store_snapshot(home / "store")
+            print(f"crawling {len(demo_sources(sim.base_url)['sources'])} demo sources for {', '.join(truth['days'])} "
+                  f"from the simulator at {sim.base_url} ...", file=sys.stderr)
+            outcome = crawl(config_path, truth["days"])
+        finally:
+            sim.stop()
+    after = _store_snapshot(home / "store")
+    _print_summary(home, dagster_home, config_path, log_path, outcome, before, after)
+    return 1 if outcome.failed else 0
+
+
+def _store_snapshot(store: Path) -> dict[str, int]:
+    blobs = {p.name: p.stat().st_size for p in (store / "sha256").glob("*/*/*") if p.is_file()} if store.exists() else {}
+    return blobs
+
+
+def _print_summary(home, dagster_home, config_path, log_path, outcome, before, after) -> None:
+    from media_crawler.config import load_config
+    from media_crawler.store.ledger import Ledger, T
+    from sqlalchemy import func, select
+
+    ledger = Ledger(load_config(config_path).ledger_url)
+    with ledger.engine.connect() as conn:
+        rows = conn.execute(select(T.c.platform, T.c.kind, T.c.state, func.count(), func.sum(T.c.size))
+                            .group_by(T.c.platform, T.c.kind, T.c.state)).fetchall()
+        failures = conn.execute(select(T.c.error_class, func.count()).where(T.c.state.in_(["failed", "gone", "retry_wait"]))
+                                .group_by(T.c.error_class)).fetchall()
+    committed = Counter()
+    for platform, kind, state, count, _size in rows:
+        if state == "committed":
+            committed[(platform, kind)] += count
+    new_blobs = len(set(after) - set(before))
+    new_bytes = sum(after[name] for name in set(after) - set(before))
+    out = sys.stdout
+    print("\n== media-crawler demo ==", file=out)
+    for platform in ("bilibili", "weibo", "facebook", "urls"):
+        kinds = ", ".join(f"{committed[(platform, k)]} {k}" for k in ("image", "video", "audio") if committed[(platform, k)])
+        print(f"  {platform:<9} {kinds or 'nothing committed'}", file=out)
+    print(f"  store: {len(after)} blobs, {sum(after.values()) / 1e6:.1f} MB in {home / 'store'}", file=out)
+    if new_blobs:
+        print(f"  this run: {new_blobs} new blobs, {new_bytes / 1e6:.1f} MB downloaded", file=out)
+    else:
+        print("  this run: nothing new to download: every item was already seen", file=out)
+    print("  failures by class: " + (", ".join(f"{c or 'unknown'}={n}" for c, n in failures) or "none"), file=out)
+    print(f"  partitions: {len(outcome.partitions) - len(outcome.failed)} ok, {len(outcome.failed)} failed", file=out)
+    for failed in outcome.failed:
+        print(f"    {failed.day} {failed.source_key}: {failed.error}", file=out)
+    print(f"  ledger and Dagster home: {dagster_home}   JSON logs: {log_path}", file=out)
+    print("  open the UI: make ui   (then http://127.0.0.1:3000)", file=out)

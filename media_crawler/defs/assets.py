@@ -1,0 +1,163 @@
+"""The four stages as partitioned assets. Thin wiring: the work is in pipeline/.
+
+Assets hand work to each other through the ledger (rows advance from
+discovered to committed), so each returns only aggregate metadata.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    Backoff,
+    Failure,
+    Jitter,
+    MaterializeResult,
+    MetadataValue,
+    RetryPolicy,
+    RetryRequested,
+    TableColumn,
+    TableRecord,
+    TableSchema,
+    asset,
+)
+
+from media_crawler.errors import CrawlError
+from media_crawler.defs.partitions import crawl_partitions, split_partition_key
+from media_crawler.defs.resources import CrawlerResource
+from media_crawler.observe.events import correlation
+from media_crawler.pipeline.discover import discover
+from media_crawler.pipeline.download import download_partition
+from media_crawler.pipeline.integrity import partition_blob_mismatches, partition_progress
+from media_crawler.pipeline.report import StageReport
+from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
+
+GROUP = "media_crawl"
+# Whole-step failures only (a dead API, a killed process); items retry inside the step.
+STEP_RETRY = RetryPolicy(max_retries=3, delay=2, backoff=Backoff.EXPONENTIAL, jitter=Jitter.PLUS_MINUS)
+# Checks are named <asset>_<property>.
+HASHES_MATCH = "committed_media_hashes_match"
+NOTHING_GONE = "committed_media_nothing_gone"
+
+
+@contextmanager
+def _stage(context: AssetExecutionContext, crawler: CrawlerResource):
+    source_key, window = split_partition_key(context.partition_key)
+    runtime = crawler.runtime()
+    source = runtime.config.source_by_key(source_key)
+    with correlation(run_id=context.run_id, partition=str(context.partition_key), step=context.asset_key.to_user_string()):
+        yield runtime, source, window
+
+
+def _failures_table(report: StageReport) -> MetadataValue:
+    schema = TableSchema(columns=[TableColumn("canonical_url"), TableColumn("error_class"), TableColumn("state"),
+                                  TableColumn("message")])
+    rows = [TableRecord({"canonical_url": f.canonical_url, "error_class": f.error_class, "state": f.state,
+                         "message": f.message[:300]}) for f in report.failed_items]
+    return MetadataValue.table(rows, schema=schema)
+
+
+def _result(report: StageReport, **extra) -> MaterializeResult:
+    metadata = {**report.as_metadata(), **extra}
+    if report.failed_items:
+        metadata["failures"] = _failures_table(report)
+    return MaterializeResult(metadata=metadata)
+
+
+@asset(partitions_def=crawl_partitions, group_name=GROUP, retry_policy=STEP_RETRY, kinds={"python"})
+def media_records(context: AssetExecutionContext, crawler: CrawlerResource) -> MaterializeResult:
+    """Media records of one source for one publication day.
+
+    Pages the platform's feed (stopping at the first page older than the day),
+    normalizes every post into one record per media variant (keyed on the
+    platform's own id, never on a signed CDN URL) and adds new ones to the
+    ledger. Items the seen-set already holds are counted as skipped.
+    """
+    with _stage(context, crawler) as (runtime, source, window):
+        try:
+            report = discover(runtime, source, window, run_id=context.run_id)
+        except CrawlError as error:
+            # Transient (rate limit, 5xx, network): let the RetryPolicy try the step again.
+            # Alerting (auth, schema drift): retrying cannot help; fail now and say why.
+            raise Failure(
+                description=f"feed of {source.key} failed: {error.error_class.value}: {error.message}",
+                metadata={"error_class": error.error_class.value, "platform_code": error.platform_code or ""},
+                allow_retries=error.policy.retryable,
+            ) from None
+    return _result(report)
+
+
+@asset(partitions_def=crawl_partitions, group_name=GROUP, retry_policy=STEP_RETRY, deps=[media_records],
+       kinds={"python"})
+def media_downloads(context: AssetExecutionContext, crawler: CrawlerResource) -> MaterializeResult:
+    """Media bytes of the partition, streamed into the store's staging area.
+
+    Each item goes to a `.part` file, hashed while writing, resumed with
+    Range/If-Range after a cut, retried per item by error class (Retry-After
+    honoured), within the platform's shared rate budget.
+    """
+    with _stage(context, crawler) as (runtime, source, window):
+        report = download_partition(runtime, source, window, run_id=context.run_id)
+    if report.still_unfinished and context.retry_number < STEP_RETRY.max_retries:
+        # Come back later for the transient failures, without holding a worker
+        # while the platform recovers; what downloaded already stays staged.
+        raise RetryRequested(max_retries=STEP_RETRY.max_retries, seconds_to_wait=5 * (2 ** context.retry_number))
+    return _result(report)
+
+
+@asset(partitions_def=crawl_partitions, group_name=GROUP, retry_policy=STEP_RETRY, deps=[media_downloads],
+       kinds={"python"})
+def verified_media(context: AssetExecutionContext, crawler: CrawlerResource) -> MaterializeResult:
+    """Staged downloads that passed verification: size, sha256, magic bytes
+    (HTML served instead of media is rejected), a Pillow decode with a
+    decompression-bomb guard, and the MP4 box structure."""
+    with _stage(context, crawler) as (runtime, source, window):
+        report = verify_partition(runtime, source, window)
+    return _result(report)
+
+
+@asset(
+    partitions_def=crawl_partitions, group_name=GROUP, retry_policy=STEP_RETRY, deps=[verified_media],
+    kinds={"python"},
+    check_specs=[
+        AssetCheckSpec(HASHES_MATCH, asset="committed_media", blocking=True,
+                       description="Every blob committed for this partition re-hashes to its name."),
+        AssetCheckSpec(NOTHING_GONE, asset="committed_media",
+                       description="Warns about items that are permanently unavailable (404, deleted, too large)."),
+    ],
+)
+def committed_media(context: AssetExecutionContext, crawler: CrawlerResource):
+    """Verified media in the content-addressed store (`sha256/aa/bb/<sha256>`).
+
+    fsync, then an atomic put-if-absent link: a blob is absent or whole, and
+    identical content is stored once. The partition fails while any item is
+    still unfinished after its retries; permanently unavailable items are
+    reported by a check but do not keep the partition red.
+    """
+    with _stage(context, crawler) as (runtime, source, window):
+        report = commit_partition(runtime, source, window)
+        progress = partition_progress(runtime, source, window)
+        mismatches = partition_blob_mismatches(runtime, source, window)
+    if progress.unfinished:
+        raise Failure(
+            description=(f"{progress.unfinished} item(s) of {source.key} {window.day} are unfinished after their "
+                         f"retries ({progress.describe()}); re-run the partition to finish them"),
+            metadata={**report.as_metadata(), **progress.as_metadata(), "unfinished": _failures_table(progress.report)},
+            allow_retries=False,
+        )
+    yield _result(report, **progress.as_metadata())
+    yield AssetCheckResult(
+        check_name=HASHES_MATCH, passed=not mismatches,
+        metadata={"blobs_checked": progress.committed, "mismatches": len(mismatches),
+                  "mismatched": MetadataValue.json(mismatches[:20])},
+        description="all committed blobs re-hash to their names" if not mismatches else
+        f"{len(mismatches)} blob(s) do not match their names",
+    )
+    yield AssetCheckResult(
+        check_name=NOTHING_GONE, passed=progress.gone == 0, severity=AssetCheckSeverity.WARN,
+        metadata={"items_gone": progress.gone, "gone": _failures_table(progress.report)},
+        description=f"{progress.gone} item(s) permanently unavailable" if progress.gone else "no item is gone",
+    )

@@ -1,0 +1,61 @@
+"""Stage 1, feed normalization: page a source's feed for one day into ledger rows."""
+from __future__ import annotations
+
+import time
+
+from media_crawler.errors import CrawlError
+from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
+from media_crawler.observe.events import log_item
+from media_crawler.pipeline.report import StageReport
+from media_crawler.pipeline.runtime import Runtime
+
+BATCH = 200
+
+
+def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | None = None) -> StageReport:
+    """Fetch and normalize the partition's feed pages; record new items.
+
+    A page-level failure (rate limit, auth, schema drift) is recorded in the
+    ledger's feed errors and re-raised: the partition must not look complete.
+    Items already in the seen-set (committed or gone) are skipped.
+    """
+    report = StageReport("fetch")
+    adapter = runtime.adapter(source.platform)
+    day = window.day.isoformat()
+    started = time.monotonic()
+    batch: list[MediaRecord] = []
+
+    def flush() -> None:
+        summary = runtime.ledger.record_discovered(batch, source_key=source.key, day=day, run_id=run_id)
+        report.new += summary.new + summary.requeued
+        report.skipped += summary.skipped_seen
+        report.extra["items_in_progress"] = report.extra.get("items_in_progress", 0) + summary.in_progress
+        report.extra["items_requeued"] = report.extra.get("items_requeued", 0) + summary.requeued
+        batch.clear()
+
+    try:
+        for item in adapter.iter_records(source, window, runtime.ledger):
+            if isinstance(item, ItemError):
+                report.add_failure(item.item_id or source.key, item.error_class, item.message, "gone")
+                log_item(stage="fetch", platform=source.platform, canonical_url=item.item_id or "",
+                         outcome="failed", error_class=item.error_class, source=source.key, day=day)
+                continue
+            batch.append(item)
+            if len(batch) >= BATCH:
+                flush()
+        flush()
+    except CrawlError as error:
+        if batch:
+            flush()
+        runtime.ledger.record_feed_error(source_key=source.key, day=day, platform=source.platform, error=error,
+                                         raw_body=getattr(error, "raw_body", None), run_id=run_id)
+        log_item(stage="fetch", platform=source.platform, canonical_url=source.key, outcome="failed",
+                 error_class=error.error_class.value, platform_code=error.platform_code, message=error.message,
+                 source=source.key, day=day)
+        raise
+    runtime.ledger.resolve_feed_errors(source_key=source.key, day=day)
+    report.durations_ms.append((time.monotonic() - started) * 1000)
+    log_item(stage="fetch", platform=source.platform, canonical_url=source.key, outcome="ok",
+             duration_ms=round(report.durations_ms[0]), source=source.key, day=day, items_new=report.new,
+             items_skipped=report.skipped)
+    return report

@@ -1,0 +1,65 @@
+"""What one stage did to one partition: the numbers Dagster plots and logs show."""
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class FailedItem:
+    canonical_url: str
+    error_class: str
+    message: str
+    state: str
+
+
+@dataclass
+class StageReport:
+    stage: str
+    new: int = 0
+    skipped: int = 0
+    ok: int = 0
+    failed_by_class: Counter = field(default_factory=Counter)
+    bytes: int = 0
+    durations_ms: list[float] = field(default_factory=list)
+    failed_items: list[FailedItem] = field(default_factory=list)
+    still_unfinished: int = 0  # retryable items this stage could not finish
+    gone: int = 0  # permanently unavailable items (404, deleted)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failed_by_class.values())
+
+    def add_failure(self, canonical_url: str, error_class: str, message: str, state: str) -> None:
+        self.failed_by_class[error_class] += 1
+        if len(self.failed_items) < 50:  # the UI table stays readable
+            self.failed_items.append(FailedItem(canonical_url, error_class, message, state))
+
+    def percentile_ms(self, pct: float) -> float:
+        if not self.durations_ms:
+            return 0.0
+        if len(self.durations_ms) == 1:
+            return self.durations_ms[0]
+        return statistics.quantiles(self.durations_ms, n=100, method="inclusive")[int(pct) - 1]
+
+    def as_metadata(self) -> dict[str, Any]:
+        """Flat numeric values, so the Dagster UI can plot them over partitions."""
+        data: dict[str, Any] = {
+            "items_new": self.new,
+            "items_skipped": self.skipped,
+            "items_ok": self.ok,
+            "items_failed": self.failed,
+            "items_gone": self.gone,
+            "items_unfinished": self.still_unfinished,
+            "bytes": self.bytes,
+        }
+        if self.durations_ms:
+            data["p50_ms"] = round(self.percentile_ms(50), 1)
+            data["p95_ms"] = round(self.percentile_ms(95), 1)
+        for error_class, count in sorted(self.failed_by_class.items()):
+            data[f"failed_{error_class}"] = count
+        data.update(self.extra)
+        return data

@@ -1,0 +1,76 @@
+"""Everything a stage needs, built once per process from the configuration."""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import requests
+
+from media_crawler.config import CrawlConfig
+from media_crawler.observe.scrub import register_secret
+from media_crawler.platforms.base import PlatformAdapter
+from media_crawler.store.cas import BlobStore
+from media_crawler.store.ledger import Ledger
+
+# Requests per second and burst per platform: conservative defaults that keep
+# a crawl below the platforms' published throttles. The simulator needs none.
+DEFAULT_RATES = {"bilibili": (5.0, 10.0), "weibo": (3.0, 6.0), "facebook": (5.0, 10.0), "urls": (200.0, 400.0)}
+
+
+@dataclass
+class Runtime:
+    config: CrawlConfig
+    ledger: Ledger
+    store: BlobStore
+    session: requests.Session
+    download_threads: int = 8
+    _adapters: dict[str, PlatformAdapter] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig) -> "Runtime":
+        from media_crawler.http import make_session
+
+        for settings in config.platforms.values():
+            for env_name in settings.credential_env.values():
+                register_secret(os.environ.get(env_name))
+        threads = max(4, 4 * config.workers)
+        return cls(
+            config=config,
+            ledger=Ledger(config.ledger_url),
+            store=BlobStore(config.store_root).ensure(),
+            session=make_session(pool_size=threads * 2),
+            download_threads=threads,
+        )
+
+    @functools.cached_property
+    def budget(self):
+        from media_crawler.download.ratebudget import SharedRateBudget
+
+        rates = dict(DEFAULT_RATES)
+        for name, settings in self.config.platforms.items():
+            if "rate" in settings.options:
+                rates[name] = (float(settings.options["rate"]), float(settings.options.get("burst", settings.options["rate"])))
+        return SharedRateBudget(self.ledger.engine, rates)
+
+    @functools.cached_property
+    def transport(self):
+        from media_crawler.platforms.transport import RequestsTransport
+
+        return RequestsTransport(session=self.session, before_request=self.budget.acquire)
+
+    def adapter(self, platform: str) -> PlatformAdapter:
+        from media_crawler.platforms.registry import build_adapter
+
+        if platform not in self._adapters:
+            self._adapters[platform] = build_adapter(platform, self.config.settings_for(platform), self.transport)
+        return self._adapters[platform]
+
+    def allowed_hosts(self, platform: str, source_ident: str | None = None) -> tuple[str, ...]:
+        """Where media for this platform may be fetched from (checked on every redirect hop)."""
+        adapter_cls = type(self.adapter(platform))
+        hosts = list(adapter_cls.default_media_hosts) + list(self.config.settings_for(platform).media_hosts)
+        if platform == "urls" and source_ident:
+            hosts.append(urlsplit(source_ident).hostname or "")
+        return tuple(h for h in hosts + list(self.config.allow_hosts) if h)

@@ -1,0 +1,103 @@
+"""Engines for the ledger database, and its versioned migrations.
+
+SQLite (the embedded default) gets WAL and a busy timeout so several worker
+processes can share one file; PostgreSQL needs nothing special. Both run the
+same Core statements.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from sqlalchemy import Engine, create_engine, event, inspect, select
+from sqlalchemy.engine import Connection
+
+from media_crawler.store import schema
+
+_ENGINES: dict[str, Engine] = {}
+_LOCK = threading.Lock()
+
+
+def normalize_url(url: str) -> str:
+    # SQLAlchemy 2.1 reads plain postgresql:// as psycopg 3, which is not installed.
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg2://" + url.split("://", 1)[1]
+    return url
+
+
+def get_engine(url: str) -> Engine:
+    """One engine per URL per process (engines own connection pools)."""
+    url = normalize_url(url)
+    with _LOCK:
+        engine = _ENGINES.get(url)
+        if engine is None:
+            engine = _create(url)
+            _ENGINES[url] = engine
+        return engine
+
+
+def dispose_engines() -> None:
+    with _LOCK:
+        for engine in _ENGINES.values():
+            engine.dispose()
+        _ENGINES.clear()
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def _create(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001
+            # WAL: readers do not block the writer; NORMAL sync is durable in WAL mode
+            # except for the last transactions on power loss, which a re-run redoes.
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+            # Let SQLAlchemy's BEGIN reach SQLite so transactions really start.
+            dbapi_conn.isolation_level = None
+
+        @event.listens_for(engine, "begin")
+        def _sqlite_begin(conn):  # noqa: ANN001
+            # IMMEDIATE takes the write lock up front: two claimers never both
+            # read the same free rows and then race to update them.
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+
+
+# Each step upgrades the schema from version N-1 to N. Version 1 creates the tables.
+def _v1_create(conn: Connection) -> None:
+    schema.metadata.create_all(conn, tables=[schema.tasks, schema.cursors, schema.feed_errors, schema.rate_budget])
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create}
+
+
+def migrate(engine: Engine) -> int:
+    """Bring the schema to SCHEMA_VERSION; returns the version now in force."""
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            # Two workers starting at once must not both create the tables.
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(80412001)")
+        schema.schema_version.create(conn, checkfirst=True)
+        current = conn.execute(select(schema.schema_version.c.version).order_by(schema.schema_version.c.version.desc())).first()
+        version = current[0] if current else 0
+        if version == 0 and inspect(conn).has_table(schema.tasks.name):
+            raise RuntimeError("ledger tables exist without a schema version; refusing to guess")
+        for target in range(version + 1, schema.SCHEMA_VERSION + 1):
+            MIGRATIONS[target](conn)
+            conn.execute(schema.schema_version.insert().values(version=target, applied_at=time.time()))
+        return max(version, schema.SCHEMA_VERSION)

@@ -1,0 +1,86 @@
+"""The ledger: seen-set, leases and claims, batched transitions, cursors, migrations."""
+import time
+
+import pytest
+
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.models import MediaRecord
+from media_crawler.store.ledger import COMMITTED, DISCOVERED, DOWNLOADING, GONE, RETRY_WAIT, Ledger
+
+
+def record(n: int, platform="urls") -> MediaRecord:
+    return MediaRecord(platform=platform, item_id=f"id{n}", variant="file", kind="image",
+                       canonical_url=f"https://example.org/{n}", media_url=f"https://cdn.example.org/{n}.jpg")
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    return Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+
+
+def test_seen_set_skips_committed_and_gone_items(ledger):
+    first = ledger.record_discovered([record(1), record(2), record(3)], source_key="s", day="2026-11-25")
+    assert first.new == 3
+    tasks = ledger.tasks(source_key="s", day="2026-11-25")
+    ledger.apply([(tasks[0].id, None, {"state": COMMITTED}), (tasks[1].id, None, {"state": GONE})])
+    again = ledger.record_discovered([record(1), record(2), record(3), record(4)], source_key="s", day="2026-11-25")
+    assert (again.new, again.skipped_seen, again.in_progress) == (1, 2, 1)
+
+
+def test_a_failed_item_is_requeued_by_a_new_discovery(ledger):
+    ledger.record_discovered([record(1)], source_key="s", day="d")
+    task = ledger.tasks()[0]
+    ledger.apply([(task.id, None, Ledger.failed(CrawlError(ErrorClass.HTTP_5XX, "boom"), 5, None))])
+    assert ledger.tasks()[0].state == "failed"
+    summary = ledger.record_discovered([record(1)], source_key="s", day="d")
+    assert summary.requeued == 1 and ledger.tasks()[0].state == DISCOVERED and ledger.tasks()[0].attempts == 0
+
+
+def test_claims_lease_rows_to_one_owner(ledger):
+    ledger.record_discovered([record(n) for n in range(5)], source_key="s", day="d")
+    a = ledger.claim(source_key="s", day="d", owner="a", lease_s=60)
+    b = ledger.claim(source_key="s", day="d", owner="b", lease_s=60)
+    assert len(a) == 5 and b == []
+    assert {t.state for t in ledger.tasks()} == {DOWNLOADING}
+
+
+def test_expired_leases_are_reclaimed_and_the_old_owner_cannot_write(ledger):
+    ledger.record_discovered([record(1)], source_key="s", day="d")
+    [task] = ledger.claim(source_key="s", day="d", owner="dead", lease_s=-1)
+    [again] = ledger.claim(source_key="s", day="d", owner="alive", lease_s=60)
+    assert again.id == task.id
+    assert ledger.apply([(task.id, "dead", {"state": COMMITTED})]) == 0
+    assert ledger.apply([(task.id, "alive", Ledger.downloaded("ab" * 32, 10, None, time.time()))]) == 1
+
+
+def test_retry_wait_respects_next_attempt_time(ledger):
+    ledger.record_discovered([record(1)], source_key="s", day="d")
+    [task] = ledger.claim(source_key="s", day="d", owner="a", lease_s=60)
+    error = CrawlError(ErrorClass.RATE_LIMITED, "429", retry_after=30)
+    ledger.apply([(task.id, "a", Ledger.failed(error, 1, time.time() + 30))])
+    assert ledger.tasks()[0].state == RETRY_WAIT
+    assert ledger.claim(source_key="s", day="d", owner="b", lease_s=60) == []
+    assert len(ledger.claim(source_key="s", day="d", owner="b", lease_s=60, ignore_backoff=True)) == 1
+
+
+def test_permanent_errors_end_gone(ledger):
+    ledger.record_discovered([record(1)], source_key="s", day="d")
+    task = ledger.tasks()[0]
+    ledger.apply([(task.id, None, Ledger.failed(CrawlError(ErrorClass.NOT_FOUND, "404"), 1, time.time()))])
+    assert ledger.tasks()[0].state == GONE
+
+
+def test_cursors_round_trip(ledger):
+    assert ledger.get_cursor("s", "newest") is None
+    ledger.set_cursor("s", "newest", "a")
+    ledger.set_cursor("s", "newest", "b")
+    assert ledger.get_cursor("s", "newest") == "b"
+
+
+def test_opening_twice_does_not_migrate_twice(tmp_path):
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    Ledger(url).record_discovered([record(1)], source_key="s", day="d")
+    from media_crawler.store.database import dispose_engines
+
+    dispose_engines()
+    assert len(Ledger(url).tasks()) == 1
