@@ -1,0 +1,59 @@
+"""The simulator as a function from Request to Response: one World, the CDN rules,
+the fault book, the stats, and a prefix router over the platform APIs."""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from media_crawler.sim.api import Api
+from media_crawler.sim.api.bilibili import BilibiliApi
+from media_crawler.sim.api.control import ControlApi
+from media_crawler.sim.api.facebook import FacebookApi
+from media_crawler.sim.api.media import MediaFiles
+from media_crawler.sim.api.urls import UrlFeedsApi
+from media_crawler.sim.api.weibo_ajax import WeiboAjaxApi
+from media_crawler.sim.api.weibo_mobile import WeiboMobileApi
+from media_crawler.sim.cdn import DEFAULT_URL_LIFETIME_S, CdnRules
+from media_crawler.sim.exchange import Request, Response, json_response, not_found
+from media_crawler.sim.stats import RequestStats
+from media_crawler.sim.world import DEMO_SOURCES, World
+
+
+class SimulatorApp:
+    def __init__(
+        self,
+        world: World,
+        *,
+        url_lifetime_s: float = DEFAULT_URL_LIFETIME_S,
+        fault_rate: float = 0.0,
+        media_latency_ms: float = 0.0,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.world = world
+        self.base_url = "http://127.0.0.1"  # the server sets the real one once bound
+        self.cdn = CdnRules(world.seeded.secret("cdn"), url_lifetime_s, clock or time.time)
+        self.fault_book = world.fault_book(fault_rate)
+        self.stats = RequestStats()
+        self.apis: tuple[Api, ...] = (
+            BilibiliApi(world, self.cdn),
+            WeiboMobileApi(world, self.cdn),
+            WeiboAjaxApi(world, self.cdn),
+            FacebookApi(world, self.cdn),
+            UrlFeedsApi(world),
+            MediaFiles(world, self.cdn, self.fault_book, media_latency_ms),
+            ControlApi(world, self.stats, self.fault_book),
+        )
+
+    def dispatch(self, request: Request) -> Response:
+        for api in self.apis:
+            # "/weibo-m/..." must not match "/weibo": compare whole path segments.
+            if request.path == api.prefix or request.path.startswith(api.prefix + "/"):
+                return api.handle(request, request.path[len(api.prefix) :])
+        if request.path == "/":
+            return json_response({
+                "simulator": "media-crawler",
+                "seed": self.world.seed,
+                "sources": [source.as_json(request.base_url) for source in DEMO_SOURCES],
+                "truth": request.base_url + "/_sim/truth",
+            })
+        return not_found(request.path)

@@ -1,0 +1,43 @@
+"""Request and byte counters for tests: how many requests each platform got, how many
+bytes went out, per path and status (e.g. "a resumed download fetched only the rest",
+"the crawler re-resolved the expired URL once")."""
+from __future__ import annotations
+
+import threading
+from collections import Counter, defaultdict
+
+
+def path_prefix(path: str) -> str:
+    """`/bilibili/x/...` -> `/bilibili`; media are split by platform: `/media/weibo`."""
+    segments = path.strip("/").split("/")
+    depth = 2 if segments[0] == "media" and len(segments) > 1 else 1
+    return "/" + "/".join(segments[:depth])
+
+
+class RequestStats:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._requests: Counter[str] = Counter()
+            self._bytes_sent = 0
+            self._by_path: dict[str, dict] = defaultdict(lambda: {"requests": 0, "bytes": 0, "statuses": Counter()})
+
+    def record(self, path: str, status: int, bytes_sent: int) -> None:
+        with self._lock:
+            self._requests[path_prefix(path)] += 1
+            self._bytes_sent += bytes_sent
+            entry = self._by_path[path]
+            entry["requests"] += 1
+            entry["bytes"] += bytes_sent
+            entry["statuses"][str(status)] += 1
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            return {
+                "requests": dict(self._requests),
+                "bytes_sent": self._bytes_sent,
+                "by_path": {path: {**entry, "statuses": dict(entry["statuses"])} for path, entry in self._by_path.items()},
+            }
