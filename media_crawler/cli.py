@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 COMMANDS = {
     "sim": ("media_crawler.sim", "run the built-in platform simulator on 127.0.0.1"),
@@ -19,6 +20,8 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Dagster flags its yaml logging config (dagster.yaml python_logs) as beta on every run.
+    warnings.filterwarnings("ignore", message=".*yaml-defined logging configuration.*")
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="media-crawler")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

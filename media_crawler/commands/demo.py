@@ -7,6 +7,7 @@ summary, stops the simulator. A second run downloads nothing and says so.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections import Counter
@@ -70,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault(DEMO_TOKEN_ENV, "demo-token-not-secret")
     log_path = home / "demo" / "crawl.log.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "a") as log_file:
+    # The JSON event stream (ours and Dagster's) goes to a file; the terminal gets the summary.
+    with open(log_path, "a") as log_file, contextlib.redirect_stdout(log_file):
         configure(stream=log_file)
         sim = start_simulator(args.port, args.seed)
         try:

@@ -3,7 +3,6 @@
 Assets hand work to each other through the ledger (rows advance from
 discovered to committed), so each returns only aggregate metadata.
 """
-from __future__ import annotations
 
 from contextlib import contextmanager
 
@@ -100,7 +99,8 @@ def media_downloads(context: AssetExecutionContext, crawler: CrawlerResource) ->
     honoured), within the platform's shared rate budget.
     """
     with _stage(context, crawler) as (runtime, source, window):
-        report = download_partition(runtime, source, window, run_id=context.run_id)
+        report = download_partition(runtime, source, window, run_id=context.run_id,
+                                    ignore_backoff=context.retry_number > 0)
     if report.still_unfinished and context.retry_number < STEP_RETRY.max_retries:
         # Come back later for the transient failures, without holding a worker
         # while the platform recovers; what downloaded already stays staged.

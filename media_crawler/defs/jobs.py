@@ -1,5 +1,4 @@
 """The crawl job, its daily schedule, and the sensors that keep partitions fresh."""
-from __future__ import annotations
 
 import json
 import time

@@ -13,6 +13,7 @@ from typing import Any, Iterator
 from media_crawler.observe.scrub import scrub_text, scrub_url
 
 ITEM_LOG = logging.getLogger("media_crawler.items")
+_RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 _CORRELATION: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("media_crawler_correlation", default={})
 
 
@@ -37,6 +38,8 @@ def log_item(*, stage: str, platform: str, canonical_url: str, outcome: str, lev
     for key, value in fields.items():
         if value is None:
             continue
+        if key in _RESERVED:  # LogRecord refuses extras that shadow its own attributes
+            key = f"error_{key}" if key == "message" else f"field_{key}"
         extra[key] = scrub_text(value) if isinstance(value, str) else value
     if level is None:
         level = logging.WARNING if outcome not in ("ok", "skipped") else logging.INFO

@@ -17,6 +17,8 @@ from media_crawler.observe.scrub import scrub_text
 
 # Attributes every LogRecord has; anything else was passed as `extra=` and is ours.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+# Dagster attaches its whole event object; its type and message are all a reader needs.
+_DAGSTER_NOISE = {"dagster_meta", "dagster_event", "dagster_event_batch_metadata"}
 WORKER = os.environ.get("MEDIA_CRAWLER_WORKER") or f"{socket.gethostname()}-{os.getpid()}"
 
 
@@ -43,7 +45,7 @@ class JsonFormatter(logging.Formatter):
             if event is not None and getattr(event, "event_type_value", None):
                 data["dagster_event_type"] = event.event_type_value
         for key, value in vars(record).items():
-            if key not in _STANDARD and key != "dagster_meta" and not key.startswith("_"):
+            if key not in _STANDARD and key not in _DAGSTER_NOISE and not key.startswith("_"):
                 data[key] = value
         try:
             data["msg"] = scrub_text(record.getMessage())

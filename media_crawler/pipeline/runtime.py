@@ -4,11 +4,10 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
-
 import requests
 
 from media_crawler.config import CrawlConfig
+from media_crawler.models import Source
 from media_crawler.observe.scrub import register_secret
 from media_crawler.platforms.base import PlatformAdapter
 from media_crawler.store.cas import BlobStore
@@ -71,6 +70,10 @@ class Runtime:
         """Where media for this platform may be fetched from (checked on every redirect hop)."""
         adapter_cls = type(self.adapter(platform))
         hosts = list(adapter_cls.default_media_hosts) + list(self.config.settings_for(platform).media_hosts)
-        if platform == "urls" and source_ident:
-            hosts.append(urlsplit(source_ident).hostname or "")
+        if platform == "urls":
+            # A plain URL list may name any public host (internal addresses stay
+            # refused by check_url), and media on the feed's own host.
+            hosts.append("*")
+            if source_ident:
+                hosts.extend(adapter_cls.media_hosts_for(Source.parse("urls", source_ident)))
         return tuple(h for h in hosts + list(self.config.allow_hosts) if h)

@@ -86,6 +86,15 @@ class PlatformAdapter(ABC):
         url_lifetime_s or the CDN answered 403). Default: unchanged."""
         return record
 
+    def url_lifetime_for(self, record: MediaRecord) -> float | None:
+        """Seconds this record's media_url stays valid; None: it does not expire.
+
+        Per record because one platform mixes both: Weibo pictures are stable,
+        its video URLs are signed. A record without resolve_ref cannot be
+        refreshed, so its URL is treated as stable.
+        """
+        return self.url_lifetime_s if record.resolve_ref else None
+
     def download_headers(self, record: MediaRecord) -> dict[str, str]:
         """Headers the CDN requires (Referer, User-Agent, cookies from env)."""
         return {}

@@ -1,0 +1,287 @@
+"""One download attempt: stream a media URL into a staging .part, resuming when it is safe.
+
+The .part is the only state: its bytes, plus the validator (strong ETag or
+Last-Modified) of the response that wrote them, which the caller keeps and
+hands back. Resume sends `Range: bytes=N-` with `If-Range: <validator>`, so the
+server itself decides whether the stored prefix is still the current version:
+206 from N appends, 200 means "changed or no ranges" and the .part restarts
+from zero. Two versions of a file are never spliced.
+
+Memory stays at one chunk whatever the file size; the sha256 is computed while
+writing (after re-hashing the kept prefix on resume), so nothing re-reads the
+file before the store commit.
+"""
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Sequence
+
+import requests
+import urllib3
+
+from media_crawler.download.responses import (
+    open_following_redirects,
+    parse_content_length,
+    parse_content_range,
+    raise_for_status,
+    resume_validator,
+)
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.http import Timeouts, redact_url
+from media_crawler.store.cas import storage_error
+from media_crawler.verify.signatures import HEAD_BYTES, check_media_head
+
+DEFAULT_CHUNK_SIZE = 256 * 1024
+_READ_ERRORS = (urllib3.exceptions.HTTPError, requests.RequestException, http.client.HTTPException, OSError)
+# Classes after which the .part holds nothing worth resuming.
+_DISCARD_PART_CLASSES = (ErrorClass.BAD_SIGNATURE, ErrorClass.TOO_LARGE, ErrorClass.HASH_MISMATCH)
+
+
+@dataclass(frozen=True)
+class DownloadResult:
+    sha256: str
+    size: int  # bytes in the finished .part
+    etag: str | None
+    last_modified: str | None
+    content_type: str | None
+    resumed_from: int  # offset this attempt continued from (0: whole body fetched)
+    bytes_received: int  # body bytes this attempt received
+
+    @property
+    def validator(self) -> str | None:
+        return resume_validator(self.etag, self.last_modified)
+
+
+@dataclass(frozen=True)
+class _WritePlan:
+    offset: int  # where the response body starts in the file
+    total: int | None  # the file's full length, when the server said it
+    decode: bool  # body is content-encoded (gzip...): decode, and lengths do not apply
+
+
+def download_to_part(
+    session: requests.Session,
+    url: str,
+    part_path: str | os.PathLike,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeouts: Timeouts = Timeouts(),
+    max_bytes: int,
+    allowed_hosts: Sequence[str],
+    max_redirects: int = 5,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    validator: str | None = None,
+    on_validator: Callable[[str | None], None] | None = None,
+) -> DownloadResult:
+    """Fetch `url` into `part_path`; raise CrawlError on any failure.
+
+    validator: the If-Range value recorded with an existing .part (None: the
+    .part cannot be trusted and is restarted). on_validator: called as soon as
+    the response headers are accepted with the validator that now describes
+    the .part, so a failed attempt can still be resumed by the next one.
+    """
+    part_path = Path(part_path)
+    existing = _part_size(part_path)
+    resume_from = existing if existing > 0 and validator else 0
+    request_headers = {**(headers or {}), "Accept-Encoding": "identity"}
+    if resume_from:
+        request_headers.update({"Range": f"bytes={resume_from}-", "If-Range": validator})
+
+    response = open_following_redirects(
+        session, url, request_headers, timeouts=timeouts, allowed_hosts=allowed_hosts, max_redirects=max_redirects
+    )
+    with response:
+        safe_url = redact_url(response.url or url)
+        etag, last_modified = response.headers.get("ETag"), response.headers.get("Last-Modified")
+        content_type = response.headers.get("Content-Type")
+        if response.status_code == 416 and resume_from:
+            digest = _complete_part_digest(response, part_path, existing, validator)
+            if digest is None:  # the .part is not the whole current file: start over
+                response.close()
+                _truncate(part_path)
+                return download_to_part(
+                    session, url, part_path, headers=headers, timeouts=timeouts, max_bytes=max_bytes,
+                    allowed_hosts=allowed_hosts, max_redirects=max_redirects, chunk_size=chunk_size,
+                    on_validator=on_validator,
+                )  # fmt: skip
+            return DownloadResult(digest, existing, etag, last_modified, content_type, existing, 0)
+        raise_for_status(response, safe_url)
+        plan = _plan_write(response, resume_from, max_bytes, safe_url, part_path)
+        if plan.offset == 0 and existing:
+            # Drop the old bytes before announcing the new validator, so no
+            # moment exists where the new validator describes old bytes.
+            _truncate(part_path)
+        new_validator = None if plan.decode else resume_validator(etag, last_modified)
+        if on_validator is not None:
+            # A 206 without validator headers continues the version `validator` named.
+            on_validator(new_validator or (validator if plan.offset else None))
+        _apply_stall_timeout(response, timeouts.stall)
+        try:
+            digest, received = _stream_body(response, part_path, plan, chunk_size, max_bytes, content_type, safe_url)
+        except CrawlError as error:
+            if error.error_class in _DISCARD_PART_CLASSES:
+                part_path.unlink(missing_ok=True)
+            raise
+    return DownloadResult(digest, plan.offset + received, etag, last_modified, content_type, plan.offset, received)
+
+
+def _plan_write(
+    response: requests.Response, resume_from: int, max_bytes: int, safe_url: str, part_path: Path
+) -> _WritePlan:
+    encoding = response.headers.get("Content-Encoding", "").strip().lower()
+    decode = encoding not in ("", "identity")
+    if response.status_code == 206:
+        content_range = parse_content_range(response.headers.get("Content-Range"))
+        if decode or content_range is None or content_range.start != resume_from:
+            # Not the continuation we asked for: nothing safe to append. The next
+            # attempt starts clean (no .part, so no Range).
+            part_path.unlink(missing_ok=True)
+            raise CrawlError(ErrorClass.TRUNCATED_BODY, f"206 from {safe_url} does not continue at byte {resume_from}")
+        plan = _WritePlan(resume_from, content_range.total, decode=False)
+    else:  # 200: a whole body, whether or not we asked for a range
+        total = None if decode else parse_content_length(response.headers.get("Content-Length"))
+        plan = _WritePlan(0, total, decode)
+    if plan.total is not None and plan.total > max_bytes:
+        part_path.unlink(missing_ok=True)
+        raise CrawlError(ErrorClass.TOO_LARGE, f"{safe_url} announces {plan.total} bytes, limit {max_bytes}")
+    return plan
+
+
+def _stream_body(
+    response: requests.Response,
+    part_path: Path,
+    plan: _WritePlan,
+    chunk_size: int,
+    max_bytes: int,
+    content_type: str | None,
+    safe_url: str,
+) -> tuple[str, int]:
+    """Append the body to the .part at plan.offset; return (sha256 of the whole file, bytes received)."""
+    digest = hashlib.sha256()
+    try:
+        part_path.parent.mkdir(parents=True, exist_ok=True)
+        if plan.offset:
+            _hash_prefix(part_path, plan.offset, digest)
+        handle = open(part_path, "ab" if plan.offset else "wb")
+    except OSError as exc:
+        raise storage_error(exc, "opening the .part") from exc
+    received, head = 0, b""
+    with handle:
+        for chunk in _read_chunks(response, chunk_size, plan.decode, safe_url, lambda: received):
+            if plan.offset == 0 and len(head) < HEAD_BYTES:
+                # Sniff the start of the file once HEAD_BYTES are in (or at the end).
+                head += chunk[: HEAD_BYTES - len(head)]
+                if len(head) >= HEAD_BYTES:
+                    check_media_head(head, content_type)
+            received += len(chunk)
+            if plan.offset + received > max_bytes:
+                raise CrawlError(ErrorClass.TOO_LARGE, f"{safe_url} sent more than {max_bytes} bytes")
+            digest.update(chunk)
+            _write(handle, chunk)
+        if plan.offset == 0 and len(head) < HEAD_BYTES:
+            check_media_head(head, content_type)
+        _fsync(handle)
+    size = plan.offset + received
+    if plan.total is not None and size < plan.total:
+        raise CrawlError(ErrorClass.TRUNCATED_BODY, f"{safe_url} ended at byte {size} of {plan.total}")
+    if plan.total is not None and size > plan.total:
+        raise CrawlError(ErrorClass.HASH_MISMATCH, f"{safe_url} sent {size} bytes, more than its {plan.total}")
+    return digest.hexdigest(), received
+
+
+def _read_chunks(
+    response: requests.Response, chunk_size: int, decode: bool, safe_url: str, received: Callable[[], int]
+) -> Iterator[bytes]:
+    """The body in chunks of at most chunk_size, with read failures turned into error classes.
+
+    urllib3's read1 is used directly: it returns whatever has arrived (read()
+    and iter_content wait to fill the whole chunk, and a stall or a cut then
+    loses those buffered bytes instead of leaving them in the .part for
+    resume), and it raises ReadTimeoutError for a stall rather than the
+    generic ConnectionError iter_content makes of it.
+    """
+    while True:
+        try:
+            chunk = response.raw.read1(chunk_size, decode_content=decode)
+        except _READ_ERRORS as exc:
+            raise _classify_read_error(exc, received(), safe_url) from None
+        if not chunk:
+            return
+        yield chunk
+
+
+def _classify_read_error(exc: BaseException, received: int, safe_url: str) -> CrawlError:
+    if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, socket.timeout, requests.ReadTimeout)):
+        return CrawlError(ErrorClass.NETWORK_TIMEOUT, f"body of {safe_url} stalled after {received} bytes")
+    if received:
+        return CrawlError(ErrorClass.TRUNCATED_BODY, f"body of {safe_url} cut after {received} bytes ({type(exc).__name__})")
+    return CrawlError(ErrorClass.CONNECTION_RESET, f"connection to {safe_url} dropped before the body ({type(exc).__name__})")
+
+
+def _complete_part_digest(response: requests.Response, part_path: Path, existing: int, validator: str | None) -> str | None:
+    """416 to our Range: the sha256 of the .part if it already is the whole current file, else None."""
+    content_range = parse_content_range(response.headers.get("Content-Range"))
+    current = resume_validator(response.headers.get("ETag"), response.headers.get("Last-Modified"))
+    if content_range is None or content_range.total != existing or (current is not None and current != validator):
+        return None
+    digest = hashlib.sha256()
+    _hash_prefix(part_path, existing, digest)
+    return digest.hexdigest()
+
+
+def _hash_prefix(part_path: Path, length: int, digest) -> None:
+    with open(part_path, "rb") as handle:
+        remaining = length
+        while remaining:
+            block = handle.read(min(remaining, 1024 * 1024))
+            if not block:
+                raise CrawlError(ErrorClass.TRUNCATED_BODY, ".part shrank while being resumed")
+            digest.update(block)
+            remaining -= len(block)
+
+
+def _apply_stall_timeout(response: requests.Response, seconds: float) -> None:
+    """From here on, the socket's read timeout is the stall limit between body chunks.
+
+    The request itself used timeouts.read (time to the response headers);
+    urllib3 resets the socket timeout on the next request over this connection.
+    """
+    sock = getattr(getattr(response.raw, "connection", None), "sock", None)
+    if sock is not None:
+        sock.settimeout(seconds)
+
+
+def _part_size(part_path: Path) -> int:
+    try:
+        return part_path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise storage_error(exc, "reading the .part") from exc
+
+
+def _truncate(part_path: Path) -> None:
+    try:
+        part_path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise storage_error(exc, "discarding the .part") from exc
+
+
+def _write(handle, chunk: bytes) -> None:
+    try:
+        handle.write(chunk)
+    except OSError as exc:
+        raise storage_error(exc, "writing the .part") from exc
+
+
+def _fsync(handle) -> None:
+    try:
+        handle.flush()
+        os.fsync(handle.fileno())
+    except OSError as exc:
+        raise storage_error(exc, "syncing the .part") from exc

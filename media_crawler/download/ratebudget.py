@@ -1,0 +1,257 @@
+"""Per-platform request budgets: a token bucket for the rate, a semaphore for concurrency.
+
+`SharedRateBudget` keeps each platform's bucket in the ledger table
+`mc_rate_budget`, so every worker of every process and run on one ledger
+draws from one budget: four processes share a platform's 4 requests/s rather
+than taking 4 each. `InMemoryRateBudget` is the same bucket for one process
+(tests, `fetch-urls` without a database).
+
+Platforms without a configured limit are not throttled. The concurrency cap
+is per process (a semaphore): a cross-process in-flight counter in the
+database would leak slots whenever a worker dies mid-request.
+Clocks are wall time (time.time): bucket timestamps are compared across processes.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, ContextManager, Mapping
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from media_crawler.store.schema import rate_budget
+
+# A penalty never takes a platform below this share of its configured rate, so
+# repeated 429s slow it down hard but never stop it for good.
+MIN_RATE_FRACTION = 1 / 64
+TOKEN_EPSILON = 1e-6
+
+
+@dataclass(frozen=True)
+class Bucket:
+    tokens: float
+    updated_at: float
+    rate: float  # tokens per second in force now
+    base_rate: float  # the configured rate, restored when a penalty ends
+    burst: float
+    slow_until: float = 0.0
+
+    def refilled(self, now: float) -> "Bucket":
+        """The bucket at `now`: tokens earned since updated_at, penalty lifted once it ran out."""
+        tokens, rate, slow_until, since = self.tokens, self.rate, self.slow_until, self.updated_at
+        if slow_until and now >= slow_until:
+            tokens += max(slow_until - since, 0.0) * rate  # earned at the lowered rate
+            rate, since, slow_until = self.base_rate, max(since, slow_until), 0.0
+        tokens = min(self.burst, tokens + max(now - since, 0.0) * rate)
+        return replace(self, tokens=tokens, updated_at=max(now, self.updated_at), rate=rate, slow_until=slow_until)
+
+    def take(self, now: float, wanted: int) -> tuple["Bucket", int, float]:
+        """(new bucket, tokens granted, seconds until one token if none granted)."""
+        bucket = self.refilled(now)
+        # The epsilon absorbs float error (0.2 s * 5/s == 0.9999...): without it
+        # the bucket would ask for ever-tinier sleeps that never add up to a token.
+        granted = min(wanted, int(bucket.tokens + TOKEN_EPSILON))
+        if granted >= 1:
+            return replace(bucket, tokens=bucket.tokens - granted), granted, 0.0
+        return bucket, 0, (1.0 - bucket.tokens) / bucket.rate
+
+    def penalized(self, now: float, factor: float, seconds: float) -> "Bucket":
+        bucket = self.refilled(now)
+        rate = max(bucket.rate * factor, bucket.base_rate * MIN_RATE_FRACTION)
+        # The platform just said "too many": spend nothing that was saved up.
+        return replace(bucket, tokens=min(bucket.tokens, 0.0), rate=rate, slow_until=max(bucket.slow_until, now + seconds))
+
+
+class _ConcurrencyCaps:
+    def __init__(self, concurrency: Mapping[str, int] | None) -> None:
+        self._semaphores = {p: threading.BoundedSemaphore(n) for p, n in (concurrency or {}).items() if n > 0}
+
+    def slot(self, platform: str) -> ContextManager[None]:
+        semaphore = self._semaphores.get(platform)
+        return semaphore if semaphore is not None else contextlib.nullcontext()
+
+
+class InMemoryRateBudget:
+    """A token bucket per platform for one process."""
+
+    def __init__(
+        self,
+        limits: Mapping[str, tuple[float, float]],
+        *,
+        concurrency: Mapping[str, int] | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        now = clock()
+        self._buckets = {p: Bucket(burst, now, rate, rate, burst) for p, (rate, burst) in _checked(limits).items()}
+        self._lock = threading.Lock()
+        self._caps = _ConcurrencyCaps(concurrency)
+        self._clock, self._sleep = clock, sleep
+
+    def acquire(self, platform: str) -> None:
+        while platform in self._buckets:
+            with self._lock:
+                bucket, granted, wait = self._buckets[platform].take(self._clock(), 1)
+                self._buckets[platform] = bucket
+            if granted:
+                return
+            self._sleep(wait)  # outside the lock: other platforms keep going
+
+    def penalize(self, platform: str, factor: float = 0.5, seconds: float = 60.0) -> None:
+        with self._lock:
+            if platform in self._buckets:
+                self._buckets[platform] = self._buckets[platform].penalized(self._clock(), factor, seconds)
+
+    def slot(self, platform: str) -> ContextManager[None]:
+        return self._caps.slot(platform)
+
+    def current_rate(self, platform: str) -> float | None:
+        with self._lock:
+            bucket = self._buckets.get(platform)
+            return None if bucket is None else bucket.refilled(self._clock()).rate
+
+
+class SharedRateBudget:
+    """Token buckets in `mc_rate_budget`, shared by every process using the ledger database.
+
+    Each refill-and-take is one short transaction holding the platform's row
+    lock: on PostgreSQL `SELECT ... FOR UPDATE`; on SQLite an UPDATE opens the
+    transaction, which takes the database write lock at once (a plain SELECT
+    first would take a shared lock and could deadlock on the upgrade). Waiting
+    for tokens happens after commit, never inside the transaction.
+
+    Batching: a process takes up to `max_batch` tokens per transaction (only
+    what the bucket holds, and at most ~`batch_window_s` worth of the rate)
+    and hands them to its threads from memory. At hundreds of requests per
+    second, one write transaction per request would make the database the
+    bottleneck; stashed tokens expire after `stash_ttl_s` so a process that
+    went quiet cannot spend an old burst later.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        limits: Mapping[str, tuple[float, float]],
+        *,
+        concurrency: Mapping[str, int] | None = None,
+        max_batch: int = 16,
+        batch_window_s: float = 0.05,
+        stash_ttl_s: float = 1.0,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._engine = engine
+        self._limits = _checked(limits)
+        self._caps = _ConcurrencyCaps(concurrency)
+        self._max_batch, self._batch_window_s, self._stash_ttl_s = max_batch, batch_window_s, stash_ttl_s
+        self._clock, self._sleep = clock, sleep
+        self._stash: dict[str, tuple[int, float]] = {}  # platform -> (tokens, taken_at)
+        self._stash_lock = threading.Lock()
+        self._ensure_rows()
+
+    def acquire(self, platform: str) -> None:
+        if platform not in self._limits:
+            return
+        while True:
+            if self._take_from_stash(platform):
+                return
+            granted, wait = self._take_from_database(platform)
+            if granted:
+                if granted > 1:
+                    with self._stash_lock:
+                        stashed, _ = self._stash.get(platform, (0, 0.0))
+                        self._stash[platform] = (stashed + granted - 1, self._clock())
+                return
+            self._sleep(wait)
+
+    def penalize(self, platform: str, factor: float = 0.5, seconds: float = 60.0) -> None:
+        if platform not in self._limits:
+            return
+        with self._stash_lock:
+            self._stash.pop(platform, None)  # stashed tokens were earned at the old rate
+        with self._engine.begin() as conn:
+            bucket = self._locked_bucket(conn, platform)
+            self._store(conn, platform, bucket.penalized(self._clock(), factor, seconds))
+
+    def slot(self, platform: str) -> ContextManager[None]:
+        return self._caps.slot(platform)
+
+    def current_rate(self, platform: str) -> float | None:
+        if platform not in self._limits:
+            return None
+        with self._engine.begin() as conn:
+            return self._locked_bucket(conn, platform).refilled(self._clock()).rate
+
+    def _take_from_stash(self, platform: str) -> bool:
+        with self._stash_lock:
+            count, taken_at = self._stash.get(platform, (0, 0.0))
+            if count <= 0 or self._clock() - taken_at > self._stash_ttl_s:
+                self._stash.pop(platform, None)
+                return False
+            self._stash[platform] = (count - 1, taken_at)
+            return True
+
+    def _take_from_database(self, platform: str) -> tuple[int, float]:
+        with self._engine.begin() as conn:
+            bucket = self._locked_bucket(conn, platform)
+            wanted = max(1, min(self._max_batch, int(bucket.rate * self._batch_window_s)))
+            bucket, granted, wait = bucket.take(self._clock(), wanted)
+            self._store(conn, platform, bucket)
+        return granted, wait
+
+    def _locked_bucket(self, conn: Connection, platform: str) -> Bucket:
+        row_filter = rate_budget.c.platform == platform
+        if conn.dialect.name == "sqlite":
+            conn.execute(update(rate_budget).where(row_filter).values(platform=rate_budget.c.platform))
+            query = select(rate_budget).where(row_filter)
+        else:
+            query = select(rate_budget).where(row_filter).with_for_update()
+        row = conn.execute(query).one()
+        return Bucket(row.tokens, row.updated_at, row.rate, row.base_rate, row.burst, row.slow_until or 0.0)
+
+    def _store(self, conn: Connection, platform: str, bucket: Bucket) -> None:
+        conn.execute(
+            update(rate_budget)
+            .where(rate_budget.c.platform == platform)
+            .values(tokens=bucket.tokens, updated_at=bucket.updated_at, rate=bucket.rate, slow_until=bucket.slow_until)
+        )
+
+    def _ensure_rows(self) -> None:
+        """Create missing platform rows; adopt the configured rate and burst for existing ones."""
+        for platform, (rate, burst) in self._limits.items():
+            now = self._clock()
+            try:
+                with self._engine.begin() as conn:
+                    conn.execute(
+                        insert(rate_budget).values(
+                            platform=platform, tokens=burst, updated_at=now, rate=rate,
+                            base_rate=rate, burst=burst, slow_until=0.0, in_flight=0,
+                        )  # fmt: skip
+                    )
+                continue
+            except IntegrityError:
+                pass  # another process (or an earlier run) made the row
+            with self._engine.begin() as conn:
+                bucket = self._locked_bucket(conn, platform).refilled(now)
+                slowed = bucket.slow_until > now
+                conn.execute(
+                    update(rate_budget)
+                    .where(rate_budget.c.platform == platform)
+                    .values(
+                        tokens=min(bucket.tokens, burst), updated_at=bucket.updated_at, base_rate=rate, burst=burst,
+                        rate=min(bucket.rate, rate) if slowed else rate,
+                    )  # fmt: skip
+                )
+
+
+def _checked(limits: Mapping[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    checked = {}
+    for platform, (rate, burst) in limits.items():
+        if rate <= 0 or burst < 1:
+            raise ValueError(f"rate limit for {platform}: rate must be > 0 and burst >= 1, got {rate}, {burst}")
+        checked[platform] = (float(rate), float(burst))
+    return checked

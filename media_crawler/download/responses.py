@@ -1,0 +1,130 @@
+"""Getting a response for a media URL: safe redirects, statuses as error classes, range headers.
+
+Redirects are followed here, not by requests, because every hop must pass the
+same allowlist as the first URL: a CDN on an allowed host must not be able to
+bounce the crawler to 169.254.169.254 or localhost.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+from urllib.parse import urljoin, urlsplit
+
+import requests
+
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.http import Timeouts, check_url, parse_retry_after, redact_url
+
+REDIRECT_STATUSES = (301, 302, 303, 307, 308)
+# Credentials the caller attached for one host must not follow a redirect to another.
+CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")
+
+_CONTENT_RANGE = re.compile(r"^\s*bytes\s+(?:(\d+)-(\d+)|\*)\s*/\s*(\d+|\*)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ContentRange:
+    start: int | None  # None for "bytes */total" (a 416 answer)
+    end: int | None
+    total: int | None  # None for "/*": length unknown
+
+
+def open_following_redirects(
+    session: requests.Session,
+    url: str,
+    headers: Mapping[str, str],
+    *,
+    timeouts: Timeouts,
+    allowed_hosts: Sequence[str],
+    max_redirects: int,
+) -> requests.Response:
+    """GET `url` with a streamed body, following at most `max_redirects` checked hops."""
+    current, hop_headers = url, dict(headers)
+    for _ in range(max_redirects + 1):
+        check_url(current, allowed_hosts)
+        response = _send(session, current, hop_headers, timeouts)
+        location = response.headers.get("Location")
+        if response.status_code not in REDIRECT_STATUSES or not location:
+            return response
+        response.close()
+        target = urljoin(current, location)
+        if _host(target) != _host(current):
+            hop_headers = {k: v for k, v in hop_headers.items() if k.lower() not in CREDENTIAL_HEADERS}
+        current = target
+    raise CrawlError(ErrorClass.DISALLOWED_URL, f"more than {max_redirects} redirects from {redact_url(url)}")
+
+
+def _send(session: requests.Session, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> requests.Response:
+    safe_url = redact_url(url)
+    # Messages name the exception type, never str(exc): requests puts the full
+    # URL, query string and signature included, into its exception text.
+    try:
+        return session.get(url, headers=headers, timeout=timeouts.for_requests(), stream=True, allow_redirects=False)
+    except (requests.ConnectTimeout, requests.ReadTimeout) as exc:
+        raise CrawlError(ErrorClass.NETWORK_TIMEOUT, f"{type(exc).__name__} from {safe_url}") from None
+    except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema, requests.exceptions.MissingSchema):
+        raise CrawlError(ErrorClass.DISALLOWED_URL, f"unusable URL {safe_url}") from None
+    except requests.RequestException as exc:
+        raise CrawlError(ErrorClass.CONNECTION_RESET, f"{type(exc).__name__} from {safe_url}") from None
+
+
+def raise_for_status(response: requests.Response, safe_url: str) -> None:
+    """Map an HTTP status that carries no usable body onto the error taxonomy."""
+    status = response.status_code
+    if status in (200, 206):
+        return
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    where = f"HTTP {status} from {safe_url}"
+    if status == 429:
+        raise CrawlError(ErrorClass.RATE_LIMITED, where, retry_after=retry_after, http_status=status)
+    if status == 403:
+        # Signed CDN URLs answer 403 once their deadline passes: re-resolve, then retry.
+        raise CrawlError(ErrorClass.URL_EXPIRED, where, http_status=status)
+    if status == 401:
+        raise CrawlError(ErrorClass.AUTH, where, http_status=status)  # errors.py: 401 stops the platform
+    if status == 408:
+        raise CrawlError(ErrorClass.NETWORK_TIMEOUT, where, retry_after=retry_after, http_status=status)
+    if status >= 500:
+        raise CrawlError(ErrorClass.HTTP_5XX, where, retry_after=retry_after, http_status=status)
+    raise CrawlError(ErrorClass.NOT_FOUND, where, http_status=status)  # 404, 410 and the rest
+
+
+def parse_content_range(value: str | None) -> ContentRange | None:
+    """`bytes 100-199/1000`, `bytes 100-199/*` or `bytes */1000`; None when absent or malformed."""
+    match = _CONTENT_RANGE.match(value or "")
+    if not match:
+        return None
+    start, end, total = match.groups()
+    return ContentRange(
+        None if start is None else int(start),
+        None if end is None else int(end),
+        None if total == "*" else int(total),
+    )
+
+
+def parse_content_length(value: str | None) -> int | None:
+    try:
+        length = int(value) if value is not None else None
+    except ValueError:
+        return None
+    return length if length is not None and length >= 0 else None
+
+
+def resume_validator(etag: str | None, last_modified: str | None) -> str | None:
+    """The value to send as If-Range later: a strong ETag, else Last-Modified.
+
+    RFC 9110 forbids weak ETags (W/"...") in If-Range, and a server receiving
+    one must ignore the Range, so a weak ETag is no validator at all.
+    """
+    if etag and not etag.strip().startswith("W/"):
+        return etag.strip()
+    return last_modified.strip() if last_modified else None
+
+
+def _host(url: str) -> tuple[str, int | None]:
+    parts = urlsplit(url)
+    try:
+        return ((parts.hostname or "").lower(), parts.port)
+    except ValueError:
+        return ("", None)

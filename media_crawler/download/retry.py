@@ -1,0 +1,210 @@
+"""Per-item retries driven by the error taxonomy (errors.policy_for), never by guesswork.
+
+`RetryLoop` is the generic part: run an operation, and after a CrawlError ask
+the class's policy whether to try again and how long to wait (Retry-After
+wins, else capped exponential backoff with jitter). `download_with_retries`
+adds what a download needs between attempts:
+
+- rate_limited: slow the platform's shared budget, wait per Retry-After;
+- restart_part classes (bad_signature, hash_mismatch, corrupt_media): drop
+  the .part and its validator, so the next attempt starts clean;
+- truncated_body / network_timeout: keep the .part, the next attempt resumes;
+- url_expired: ask `resolve()` for a fresh signed URL, retry without waiting;
+- permanent classes: raise at once (and drop the .part of a `gone` item).
+
+Waits happen outside the platform's concurrency slot, so a sleeping retry
+never blocks another item's request.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, ContextManager, Mapping, Protocol, Sequence, TypeVar
+
+import requests
+
+from media_crawler.download.fetcher import DownloadResult, download_to_part
+from media_crawler.errors import CrawlError, ErrorClass, FinalState
+from media_crawler.http import Timeouts, redact_url
+
+T = TypeVar("T")
+DEFAULT_MAX_ATTEMPTS = 5
+PENALTY_SECONDS = 60.0
+
+
+class RateBudget(Protocol):
+    """A per-platform request budget (ratebudget.py has a shared and an in-memory one)."""
+
+    def acquire(self, platform: str) -> None:
+        """Block until the platform's budget allows one more request."""
+
+    def penalize(self, platform: str, factor: float = 0.5, seconds: float = PENALTY_SECONDS) -> None:
+        """Lower the platform's rate for a while: it answered rate_limited."""
+
+    def slot(self, platform: str) -> ContextManager[None]:
+        """Hold one of the platform's concurrent-request slots."""
+
+
+@dataclass(frozen=True)
+class AttemptReport:
+    attempt: int  # counts from 1
+    error: CrawlError | None  # None: this attempt succeeded
+    delay_s: float | None  # wait before the next attempt; None: no further attempt
+    url: str | None = None  # redacted: safe to log
+    validator: str | None = None  # what the .part can be resumed with (persist it with the .part)
+
+
+# recover(error, proposed_delay) -> delay to use, or None to give up now.
+Recover = Callable[[CrawlError, float], float | None]
+
+
+class RetryLoop:
+    def __init__(
+        self,
+        *,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        on_attempt: Callable[[AttemptReport], None] | None = None,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.max_attempts = max_attempts
+        self.sleep = sleep
+        self.rng = rng
+        self.on_attempt = on_attempt
+
+    def run(
+        self,
+        operation: Callable[[], T],
+        *,
+        recover: Recover | None = None,
+        describe: Callable[[], Mapping[str, str | None]] = dict,
+    ) -> T:
+        """Call `operation` until it returns, fails permanently or runs out of attempts.
+
+        describe: extra AttemptReport fields (url, validator) as of now.
+        """
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                result = operation()
+            except CrawlError as error:
+                delay = self.delay_after(error, attempt)
+                if delay is not None and recover is not None:
+                    try:
+                        delay = recover(error, delay)
+                    except CrawlError as recovery_error:  # e.g. re-resolution found the item deleted
+                        self._report(AttemptReport(attempt, recovery_error, None, **describe()))
+                        raise
+                self._report(AttemptReport(attempt, error, delay, **describe()))
+                if delay is None:
+                    raise
+                if delay > 0:
+                    self.sleep(delay)
+            else:
+                self._report(AttemptReport(attempt, None, None, **describe()))
+                return result
+        raise AssertionError("unreachable: the last attempt either returns or raises")
+
+    def delay_after(self, error: CrawlError, attempt: int) -> float | None:
+        """Seconds to wait before attempt `attempt + 1`, or None when the class or the count says stop."""
+        policy = error.policy
+        if not policy.retryable or attempt >= self.max_attempts:
+            return None
+        return policy.backoff(attempt, error.retry_after, self.rng)
+
+    def _report(self, report: AttemptReport) -> None:
+        if self.on_attempt is not None:
+            self.on_attempt(report)
+
+
+def download_with_retries(
+    session: requests.Session,
+    url: str,
+    part_path: str | os.PathLike,
+    *,
+    max_bytes: int,
+    allowed_hosts: Sequence[str],
+    headers: Mapping[str, str] | None = None,
+    timeouts: Timeouts = Timeouts(),
+    validator: str | None = None,
+    platform: str = "urls",
+    budget: RateBudget | None = None,
+    resolve: Callable[[], str] | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: random.Random | None = None,
+    on_attempt: Callable[[AttemptReport], None] | None = None,
+    **fetch_options,
+) -> DownloadResult:
+    """download_to_part with classified retries; raises the last CrawlError when it gives up.
+
+    resolve: returns a fresh media URL (the adapter's re-resolution) after a
+    url_expired answer; without it, url_expired is final.
+    fetch_options: max_redirects, chunk_size (passed to download_to_part).
+    """
+    part_path = Path(part_path)
+    current = _Target(url, validator)
+
+    def attempt() -> DownloadResult:
+        with _request_slot(budget, platform):
+            return download_to_part(
+                session, current.url, part_path, headers=headers, timeouts=timeouts, max_bytes=max_bytes,
+                allowed_hosts=allowed_hosts, validator=current.validator, on_validator=current.remember,
+                **fetch_options,
+            )  # fmt: skip
+
+    def recover(error: CrawlError, delay: float) -> float | None:
+        policy = error.policy
+        if policy.slows_platform and budget is not None:
+            budget.penalize(platform, seconds=max(PENALTY_SECONDS, error.retry_after or 0.0))
+        if policy.restart_part:
+            part_path.unlink(missing_ok=True)
+            current.validator = None
+        if error.error_class is ErrorClass.URL_EXPIRED:
+            if resolve is None:
+                return None  # the same signed URL will keep answering 403
+            current.url = resolve()
+            return 0.0  # a fresh URL needs no cool-down
+        return delay
+
+    def describe() -> dict[str, str | None]:
+        return {"url": redact_url(current.url), "validator": current.validator}
+
+    loop = RetryLoop(max_attempts=max_attempts, sleep=sleep, rng=rng, on_attempt=on_attempt)
+    try:
+        return loop.run(attempt, recover=recover, describe=describe)
+    except CrawlError as error:
+        if error.policy.final_state is FinalState.GONE:
+            part_path.unlink(missing_ok=True)  # never coming back: do not leave staging litter
+        raise
+
+
+@dataclass
+class _Target:
+    """What the next attempt fetches: the (possibly re-resolved) URL and the .part's validator."""
+
+    url: str
+    validator: str | None
+
+    def remember(self, validator: str | None) -> None:
+        self.validator = validator
+
+
+def _request_slot(budget: RateBudget | None, platform: str) -> ContextManager[None]:
+    if budget is None:
+        return contextlib.nullcontext()
+    return _budgeted(budget, platform)
+
+
+@contextlib.contextmanager
+def _budgeted(budget: RateBudget, platform: str):
+    # The slot first, then the token: a token taken while still queueing for a
+    # slot would be spent late, letting requests bunch up above the rate.
+    with budget.slot(platform):
+        budget.acquire(platform)
+        yield

@@ -1,0 +1,200 @@
+"""Stage 2: lease the partition's pending items and stream them into staging.
+
+Items are leased (owner + expiry, renewed by a heartbeat), so a second run of
+the same partition, or a worker restarted after a crash, never downloads an
+item another live worker holds; an expired lease means a dead worker and the
+item is claimable again. Per-item retries happen here, driven by the error
+taxonomy; what is still failing afterwards waits in `retry_wait` with a
+growing delay, so a platform answering 500 for an hour is retried gently
+across runs instead of burning every retry in its first minute.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, replace
+
+from media_crawler.download.fetcher import DownloadResult
+from media_crawler.download.pool import run_bounded
+from media_crawler.download.retry import AttemptReport, download_with_retries
+from media_crawler.errors import CrawlError, ErrorClass, policy_for
+from media_crawler.http import Timeouts
+from media_crawler.models import DayWindow, Source
+from media_crawler.observe.events import log_item
+from media_crawler.observe.logging import WORKER
+from media_crawler.pipeline.report import StageReport
+from media_crawler.pipeline.runtime import Runtime
+from media_crawler.store.ledger import COMMITTED, DISCOVERED, Ledger, Task
+
+LEASE_S = 120.0
+IN_STEP_ATTEMPTS = 4
+# Across runs: after this many attempts in total, a retryable item gives up (state failed).
+MAX_TOTAL_ATTEMPTS = 12
+# Delay before a later run retries an item that exhausted its in-step attempts.
+CROSS_RUN_BACKOFF_CAP_S = 1800.0
+FLUSH_EVERY = 100
+
+
+@dataclass
+class ItemOutcome:
+    task: Task
+    result: DownloadResult | None
+    error: CrawlError | None
+    attempts: int
+    started_at: float
+    duration_ms: float
+    already_stored: bool = False
+    validator: str | None = None  # resume validator of a partial .part, kept for the next run
+
+
+class Heartbeat:
+    """Renews the owner's leases while the stage runs (a dead process stops renewing)."""
+
+    def __init__(self, ledger: Ledger, owner: str, lease_s: float) -> None:
+        self.ledger, self.owner, self.lease_s = ledger, owner, lease_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="mc-lease-heartbeat", daemon=True)
+
+    def __enter__(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.lease_s / 3):
+            try:
+                self.ledger.heartbeat(self.owner, self.lease_s)
+            except Exception:  # a transient DB hiccup must not kill the stage; the next beat retries
+                pass
+
+
+def download_partition(runtime: Runtime, source: Source | None, window: DayWindow | None,
+                       run_id: str | None = None, workers: int | None = None,
+                       ignore_backoff: bool = False) -> StageReport:
+    """Download every claimable item of the partition (all partitions when source is None).
+
+    ignore_backoff: also take retry_wait items whose delay has not passed (a
+    step retry that already waited for them)."""
+    report = StageReport("download")
+    owner = f"{WORKER}:{(run_id or 'local')[:8]}:{uuid.uuid4().hex[:8]}"
+    tasks = runtime.ledger.claim(
+        source_key=source.key if source else None, day=window.day.isoformat() if window else None,
+        owner=owner, lease_s=LEASE_S, run_id=run_id, ignore_backoff=ignore_backoff,
+    )
+    halted: dict[str, CrawlError] = {}
+    pending_changes: list = []
+
+    def work(task: Task) -> ItemOutcome:
+        return _download_one(runtime, task, source, halted)
+
+    with Heartbeat(runtime.ledger, owner, LEASE_S):
+        for outcome in run_bounded(work, tasks, workers=workers or runtime.download_threads):
+            if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
+                error = CrawlError(ErrorClass.STORAGE_ERROR, f"unexpected {type(outcome.error).__name__}: {outcome.error}")
+                item = ItemOutcome(outcome.item, None, error, outcome.item.attempts + 1, time.time(), 0.0)
+            else:
+                item = outcome.result
+            pending_changes.append(_record(report, item, halted))
+            if len(pending_changes) >= FLUSH_EVERY:
+                runtime.ledger.apply(pending_changes)
+                pending_changes.clear()
+        runtime.ledger.apply(pending_changes)
+    if halted:
+        report.extra["platforms_halted"] = len(halted)
+    return report
+
+
+def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: dict[str, CrawlError]) -> ItemOutcome:
+    started = time.time()
+    if task.platform in halted:
+        return ItemOutcome(task, None, halted[task.platform], task.attempts, started, 0.0)
+    if task.expected_sha256 and runtime.store.has(task.expected_sha256):
+        # Dedup before download: the feed told us the hash and we hold those bytes.
+        return ItemOutcome(task, None, None, task.attempts, started, 0.0, already_stored=True)
+    if runtime.store.free_bytes() < runtime.config.min_free_bytes:
+        error = CrawlError(ErrorClass.DISK_FULL, "free space below min_free_bytes: not admitting downloads")
+        halted.setdefault(task.platform, error)
+        return ItemOutcome(task, None, error, task.attempts, started, 0.0)
+    adapter = runtime.adapter(task.platform)
+    record = task.as_record()
+    attempts = {"n": 0, "validator": task.etag}
+
+    def resolve() -> str:
+        return adapter.resolve(record).media_url
+
+    def on_attempt(report: AttemptReport) -> None:
+        attempts["n"] = report.attempt
+        attempts["validator"] = report.validator
+        if report.error is not None:
+            log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url,
+                     outcome="retry" if report.delay_s is not None else "failed",
+                     error_class=report.error.error_class.value, attempt=task.attempts + report.attempt,
+                     task_id=f"t_{task.id}", retry_in_s=report.delay_s, message=report.error.message)
+
+    url = task.media_url
+    lifetime = type(adapter).url_lifetime_s
+    try:
+        if lifetime and task.resolve_ref and (task.resolved_at or 0) + lifetime * 0.9 < time.time():
+            url = resolve()  # the signed URL is (nearly) expired: ask the platform for a fresh one
+        result = download_with_retries(
+            runtime.session, url, runtime.store.staging_path(task.staging_name),
+            max_bytes=runtime.config.max_item_bytes,
+            allowed_hosts=runtime.allowed_hosts(task.platform, source.ident if source else None),
+            headers=adapter.download_headers(record), timeouts=Timeouts(), validator=task.etag,
+            platform=task.platform, budget=runtime.budget, resolve=resolve if task.resolve_ref else None,
+            max_attempts=IN_STEP_ATTEMPTS, on_attempt=on_attempt,
+        )
+        error = None
+    except CrawlError as exc:
+        result, error = None, exc
+        if exc.policy.stops_platform or exc.policy.stops_admission:
+            halted.setdefault(task.platform, exc)
+    duration = (time.time() - started) * 1000
+    return ItemOutcome(task, result, error, task.attempts + max(attempts["n"], 1), started, duration,
+                       validator=attempts["validator"])
+
+
+def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError]):
+    """Turn one item's outcome into its ledger change and its log line."""
+    task = item.task
+    if item.already_stored:
+        report.skipped += 1
+        values = {"state": COMMITTED, "sha256": task.expected_sha256, "committed_at": time.time(),
+                  "lease_owner": None, "lease_expires_at": None}
+        log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="skipped",
+                 task_id=f"t_{task.id}", reason="content already stored")
+        return (task.id, None, values)
+    if item.error is None:
+        result = item.result
+        report.ok += 1
+        report.bytes += result.bytes_received
+        report.durations_ms.append(item.duration_ms)
+        log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="ok",
+                 task_id=f"t_{task.id}", attempt=item.attempts, duration_ms=round(item.duration_ms),
+                 bytes=result.size, resumed_from=result.resumed_from or None)
+        values = Ledger.downloaded(result.sha256, result.size, result.validator, item.started_at)
+        return (task.id, None, {**values, "attempts": item.attempts})
+    error = item.error
+    if task.platform in halted and error is halted[task.platform] and item.duration_ms == 0.0:
+        # Not attempted: the platform (or the disk) stopped this run. Hand it back untouched.
+        report.still_unfinished += 1
+        return (task.id, None, {"state": DISCOVERED, "lease_owner": None, "lease_expires_at": None})
+    retry_at = None
+    if error.policy.retryable and item.attempts < MAX_TOTAL_ATTEMPTS:
+        delay = policy_for(error.error_class).backoff(item.attempts, error.retry_after)
+        retry_at = time.time() + min(CROSS_RUN_BACKOFF_CAP_S, max(delay, 2.0 ** min(item.attempts, 10)))
+    values = {**Ledger.failed(error, item.attempts, retry_at), "etag": item.validator}
+    report.add_failure(task.canonical_url, error.error_class.value, error.message, values["state"])
+    if values["state"] == "gone":
+        report.gone += 1
+    else:
+        report.still_unfinished += 1
+    log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="failed",
+             task_id=f"t_{task.id}", attempt=item.attempts, error_class=error.error_class.value,
+             platform_code=error.platform_code, final_state=values["state"], message=error.message,
+             duration_ms=round(item.duration_ms))
+    return (task.id, None, values)

@@ -1,0 +1,140 @@
+"""The Facebook adapter: a page's posts through the Graph API, limited to
+the window with `since`/`until`, following `paging.next`.
+
+The access token comes from the environment on every request. `paging.next`
+URLs from the real Graph API embed the token: they are taken apart, the
+embedded token dropped, and re-sent through the transport with ours, and only
+to the configured api_base, so the token never leaves for another host and
+never sits in a URL we might log.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any, Iterator, Mapping
+from urllib.parse import parse_qsl, urlsplit
+
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
+from media_crawler.platforms.base import CursorStore, FeedItem, PlatformAdapter
+from media_crawler.platforms.facebook import normalize
+from media_crawler.platforms.facebook.errors import PLATFORM, decode_response
+from media_crawler.platforms.fields import as_list, as_str
+from media_crawler.platforms.headers import BROWSER_USER_AGENT, credential
+from media_crawler.platforms.items import MALFORMED, item_failure
+from media_crawler.platforms.responses import parse_error
+from media_crawler.platforms.window import DEFAULT_MAX_PAGES, NewestSeen, page_reaches_before
+
+PAGE_SIZE = 25
+TOKEN_PARAM = "access_token"
+_VERSION = re.compile(r"v\d+(\.\d+)?")
+
+
+class FacebookAdapter(PlatformAdapter):
+    name = "facebook"
+    default_api_base = "https://graph.facebook.com/v19.0"
+    default_media_hosts = ("*.fbcdn.net",)
+    url_lifetime_s = 3600.0
+
+    # -- the feed -------------------------------------------------------------------
+
+    def iter_records(
+        self, source: Source, window: DayWindow, cursors: CursorStore | None = None
+    ) -> Iterator[FeedItem]:
+        newest = NewestSeen(cursors, source.key)
+        url = f"{self.api_base}/{source.ident}/posts"
+        params: dict[str, Any] = {
+            "fields": normalize.POST_FIELDS,
+            "since": int(window.start.timestamp()),
+            "until": int(window.end.timestamp()),
+            "limit": PAGE_SIZE,
+        }
+        requested: set[tuple] = set()
+        for _ in range(int(self.settings.options.get("max_pages", DEFAULT_MAX_PAGES))):
+            requested.add((url, tuple(sorted(params.items()))))
+            body = self._get(url, params)
+            posts = [post for post in as_list(body.get("data")) if isinstance(post, Mapping)]
+            for post in posts:
+                published_at = normalize.post_published_at(post)
+                newest.observe(published_at)
+                # since/until already filter; checked again for servers that ignore them.
+                if window.contains(published_at):
+                    yield from self._post_items(post)
+            next_url = normalize.next_page_url(body)
+            if not posts or not next_url or page_reaches_before(window, map(normalize.post_published_at, posts)):
+                break
+            url, params = self.follow(next_url)
+            if (url, tuple(sorted(params.items()))) in requested:  # a server echoing the same cursor
+                break
+        newest.save()
+
+    def _post_items(self, post: Mapping[str, Any]) -> Iterator[FeedItem]:
+        """The post's records; a video the edge listed without `source` is
+        completed from its own node rather than dropped."""
+        without_source = set(normalize.videos_missing_source(post))
+        for item in normalize.normalize_post(post):
+            if isinstance(item, ItemError) and item.item_id in without_source:
+                yield from self._video_from_node(item.item_id, post)
+            else:
+                yield item
+
+    def _video_from_node(self, video_id: str, post: Mapping[str, Any]) -> Iterator[FeedItem]:
+        try:
+            record = normalize.video_node_record(self.video_node(video_id), video_id)
+        except (CrawlError, *MALFORMED) as exc:
+            yield item_failure(PLATFORM, video_id, exc)
+            return
+        post_meta = {"post_id": as_str(post.get("id")), "post_url": normalize.site_url(post.get("permalink_url"))}
+        yield replace(record, published_at=normalize.post_published_at(post),
+                      meta={**record.meta, **{k: v for k, v in post_meta.items() if v}})
+
+    # -- API calls --------------------------------------------------------------------
+
+    def video_node(self, video_id: str) -> Mapping[str, Any]:
+        return self._get(f"{self.api_base}/{video_id}", {"fields": normalize.VIDEO_FIELDS})
+
+    def follow(self, next_url: str) -> tuple[str, dict[str, str]]:
+        """`paging.next` as (url, params): treated as opaque except that the
+        embedded token is dropped and the URL is rebased onto api_base."""
+        parts = urlsplit(next_url)
+        params = {k: v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != TOKEN_PARAM}
+        path = parts.path
+        base = urlsplit(self.api_base)
+        if (parts.scheme, parts.netloc) == (base.scheme, base.netloc) and path.startswith(base.path):
+            return f"{base.scheme}://{base.netloc}{path}", params
+        # Another origin (graph.facebook.com behind a configured proxy or mirror):
+        # keep what follows the version segment, e.g. /v21.0/<page>/posts.
+        segments = path.strip("/").split("/")
+        version_at = next((i for i, segment in enumerate(segments) if _VERSION.fullmatch(segment)), None)
+        if version_at is None:
+            raise parse_error(PLATFORM, f"paging.next points outside api_base: {parts.scheme}://{parts.netloc}{path}")
+        return f"{self.api_base}/{'/'.join(segments[version_at + 1:])}", params
+
+    def _get(self, url: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        token = credential(self.settings, "access_token", "FB_ACCESS_TOKEN")
+        full_params = {**params, TOKEN_PARAM: token} if token else dict(params)
+        response = self.transport.get(PLATFORM, url, params=full_params, headers={"User-Agent": BROWSER_USER_AGENT})
+        body = decode_response(response, secrets=[token] if token else [])
+        if not isinstance(body, dict):
+            raise parse_error(PLATFORM, f"answer from {response.url} is not a JSON object", response.text)
+        return body
+
+    # -- re-resolution --------------------------------------------------------------------
+
+    def resolve(self, record: MediaRecord) -> MediaRecord:
+        """`video:{id}`: the video node's fresh `source`; `post:{id}`: the
+        post again, for the same photo's freshly signed URL."""
+        kind, _, ident = (record.resolve_ref or "").partition(":")
+        if kind == "video":
+            fresh = normalize.video_node_record(self.video_node(ident), ident)
+            return replace(record, media_url=fresh.media_url)
+        if kind == "post":
+            post = self._get(f"{self.api_base}/{ident}", {"fields": normalize.POST_FIELDS})
+            for item in self._post_items(post):
+                if isinstance(item, MediaRecord) and item.key == record.key:
+                    return replace(record, media_url=item.media_url)
+            raise CrawlError(ErrorClass.NOT_FOUND, f"{record.canonical_url}: post {ident} no longer has this media")
+        return record
+
+    def download_headers(self, record: MediaRecord) -> dict[str, str]:
+        return {"User-Agent": BROWSER_USER_AGENT}

@@ -1,0 +1,93 @@
+"""URL-list feeds → records: `{"items": [{"url", "sha256", "size", ...}]}`.
+
+The only platform without ids of its own: an item is its `sha256` when the
+feed gives one (the same file listed at two URLs is one item), else the
+sha256 of its URL. Optional per item: `type`/`kind` (image|video|audio or a
+MIME type), `published_at` (ISO 8601 or unix seconds), `title`.
+"""
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+import re
+from datetime import datetime
+from typing import Any, Mapping
+from urllib.parse import urljoin, urlsplit
+
+from media_crawler.models import KINDS, MediaRecord
+from media_crawler.platforms.base import FeedItem
+from media_crawler.platforms.fields import MissingField, as_int, as_list, as_str, compact, from_unix, parse_iso, require
+from media_crawler.platforms.items import guarded
+from media_crawler.platforms.scrub import scrub_url
+
+PLATFORM = "urls"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# Extensions mimetypes does not know everywhere (DASH segments, modern images).
+EXTRA_KINDS = {".m4s": "video", ".ts": "video", ".flv": "video", ".mkv": "video", ".webp": "image",
+               ".avif": "image", ".heic": "image", ".m4a": "audio", ".opus": "audio", ".flac": "audio"}
+DEFAULT_KIND = "image"
+
+
+def feed_items(body: Any) -> list[Any]:
+    """The feed's entries: `{"items": [...]}` or a bare list."""
+    return as_list(body.get("items")) if isinstance(body, Mapping) else as_list(body)
+
+
+def next_feed_url(body: Any, feed_url: str) -> str | None:
+    """An optional `next` link for paged feeds, relative to the feed."""
+    next_url = as_str(body.get("next")) if isinstance(body, Mapping) else None
+    return urljoin(feed_url, next_url) if next_url else None
+
+
+def item_published_at(item: Any) -> datetime | None:
+    if not isinstance(item, Mapping):
+        return None
+    for name in ("published_at", "date", "created_at", "time"):
+        value = item.get(name)
+        moment = parse_iso(value) if isinstance(value, str) and not value.isdigit() else from_unix(value)
+        if moment is not None:
+            return moment
+    return None
+
+
+def guess_kind(url: str, declared: Any = None) -> str:
+    """`type`/`kind` when it names a kind or a MIME type, else the URL's extension."""
+    text = (as_str(declared) or "").lower()
+    if text in KINDS:
+        return text
+    if text.split("/", 1)[0] in KINDS:
+        return text.split("/", 1)[0]
+    path = urlsplit(url).path.lower()
+    suffix = path[path.rfind("."):] if "." in path.rsplit("/", 1)[-1] else ""
+    if suffix in EXTRA_KINDS:
+        return EXTRA_KINDS[suffix]
+    mime, _ = mimetypes.guess_type(path)
+    major = (mime or "").split("/", 1)[0]
+    return major if major in KINDS else DEFAULT_KIND
+
+
+def item_record(item: Mapping[str, Any], feed_url: str) -> MediaRecord:
+    url = urljoin(feed_url, require(as_str(item.get("url")), "items[].url"))
+    sha256 = (as_str(item.get("sha256")) or "").lower() or None
+    if sha256 is not None and not _SHA256.match(sha256):
+        raise MissingField(f"items[].sha256 {sha256[:16]!r} is not a sha256 hex digest")
+    return MediaRecord(
+        platform=PLATFORM,
+        item_id=sha256 or hashlib.sha256(url.encode()).hexdigest(),
+        variant="file",
+        kind=guess_kind(url, item.get("type") or item.get("kind")),
+        canonical_url=scrub_url(url),  # a signed feed URL must not become a logged identity
+        media_url=url,
+        published_at=item_published_at(item),
+        expected_sha256=sha256,
+        expected_size=as_int(item.get("size")),
+        meta=compact(title=as_str(item.get("title")), post_url=as_str(item.get("page_url"))),
+    )
+
+
+def normalize_feed(body: Any, feed_url: str) -> list[FeedItem]:
+    items: list[FeedItem] = []
+    for item in feed_items(body):
+        url = as_str(item.get("url")) if isinstance(item, Mapping) else None
+        items += guarded(PLATFORM, url and scrub_url(url), lambda item=item: [item_record(item, feed_url)])
+    return items

@@ -1,0 +1,1 @@
+"""Tests of the download engine (media_crawler.download, media_crawler.http)."""

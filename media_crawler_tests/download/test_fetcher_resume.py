@@ -1,0 +1,135 @@
+"""download_to_part resume: Range + If-Range after a cut, validator changes, servers ignoring Range, 416."""
+from __future__ import annotations
+
+import pytest
+
+from media_crawler.download.fetcher import download_to_part
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler_tests.download.httpserver import Reply
+from media_crawler_tests.download.support import ALLOWED, FAST, media_bytes, sha256
+
+SIZE = 700_000  # spans several 256 KiB chunks
+
+
+def fetch(session, url, part, **options):
+    options.setdefault("max_bytes", 10 * SIZE)
+    return download_to_part(session, url, part, timeouts=FAST, allowed_hosts=ALLOWED, **options)
+
+
+def cut_then_capture_validator(session, url, part):
+    """Run the first (cut) attempt; return the validator it reported."""
+    seen = []
+    with pytest.raises(CrawlError) as caught:
+        fetch(session, url, part, on_validator=seen.append)
+    assert caught.value.error_class in (ErrorClass.TRUNCATED_BODY, ErrorClass.CONNECTION_RESET)
+    return seen[-1]
+
+
+def test_whole_body_lands_in_the_part_with_its_hash(server, session, part):
+    body = media_bytes(SIZE)
+    url = server.route("/img.jpg", Reply(body, etag='"v1"', content_type="image/jpeg"))
+
+    result = fetch(session, url, part)
+
+    assert part.read_bytes() == body
+    assert (result.sha256, result.size, result.resumed_from, result.bytes_received) == (sha256(body), SIZE, 0, SIZE)
+    assert (result.etag, result.validator, result.content_type) == ('"v1"', '"v1"', "image/jpeg")
+
+
+@pytest.mark.parametrize("cut_at", [1, 1000, 256 * 1024, 256 * 1024 + 1, 500_000, SIZE - 1])
+def test_resume_after_a_cut_continues_from_the_part_offset(server, session, part, cut_at):
+    body = media_bytes(SIZE)
+    url = server.route("/v.mp4", Reply(body, etag='"v1"', cut_at=cut_at), Reply(body, etag='"v1"'))
+
+    validator = cut_then_capture_validator(session, url, part)
+    assert part.stat().st_size == cut_at
+    result = fetch(session, url, part, validator=validator)
+
+    assert result.sha256 == sha256(body) and part.read_bytes() == body
+    assert result.resumed_from == cut_at and result.bytes_received == SIZE - cut_at
+    resumed = server.requests_to("/v.mp4")[1]
+    assert resumed.headers["Range"] == f"bytes={cut_at}-" and resumed.headers["If-Range"] == '"v1"'
+    assert resumed.status == 206
+    assert server.body_bytes_sent("/v.mp4") < 1.2 * SIZE
+
+
+def test_validator_change_mid_resume_restarts_from_zero(server, session, part):
+    old, new = media_bytes(SIZE, seed=1), media_bytes(SIZE + 10, seed=2)
+    url = server.route("/v.mp4", Reply(old, etag='"v1"', cut_at=300_000), Reply(new, etag='"v2"'))
+
+    validator = cut_then_capture_validator(session, url, part)
+    result = fetch(session, url, part, validator=validator)
+
+    assert server.requests_to("/v.mp4")[1].status == 200  # If-Range "v1" no longer matches
+    assert result.resumed_from == 0 and result.sha256 == sha256(new)
+    assert part.read_bytes() == new  # no splice of old prefix and new tail
+    assert result.validator == '"v2"'
+
+
+def test_server_ignoring_range_restarts_from_zero(server, session, part):
+    body = media_bytes(SIZE)
+    url = server.route("/v.mp4", Reply(body, etag='"v1"', cut_at=400_000), Reply(body, etag='"v1"', honour_range=False))
+
+    validator = cut_then_capture_validator(session, url, part)
+    result = fetch(session, url, part, validator=validator)
+
+    assert server.requests_to("/v.mp4")[1].status == 200
+    assert result.resumed_from == 0 and result.sha256 == sha256(body) and part.read_bytes() == body
+
+
+def test_last_modified_is_the_validator_when_there_is_no_strong_etag(server, session, part):
+    body = media_bytes(SIZE)
+    stamp = "Wed, 21 Oct 2026 07:28:00 GMT"
+    url = server.route(
+        "/v.mp4", Reply(body, etag='W/"weak"', last_modified=stamp, cut_at=1000), Reply(body, etag='W/"weak"', last_modified=stamp)
+    )
+
+    validator = cut_then_capture_validator(session, url, part)
+    result = fetch(session, url, part, validator=validator)
+
+    assert validator == stamp
+    assert server.requests_to("/v.mp4")[1].headers["If-Range"] == stamp
+    assert result.resumed_from == 1000 and result.sha256 == sha256(body)
+
+
+def test_no_validator_means_no_resume(server, session, part):
+    body = media_bytes(SIZE)
+    url = server.route("/v.mp4", Reply(body, cut_at=1000), Reply(body))
+
+    validator = cut_then_capture_validator(session, url, part)
+    result = fetch(session, url, part, validator=validator)
+
+    assert validator is None
+    assert "Range" not in server.requests_to("/v.mp4")[1].headers
+    assert result.resumed_from == 0 and part.read_bytes() == body
+
+
+def test_416_on_a_complete_part_is_success_without_a_body(server, session, part):
+    body = media_bytes(SIZE)
+    url = server.route("/v.mp4", Reply(body, etag='"v1"'))
+    part.parent.mkdir(parents=True)
+    part.write_bytes(body)
+
+    result = fetch(session, url, part, validator='"v1"')
+
+    assert server.requests_to("/v.mp4")[0].status == 416
+    assert result.sha256 == sha256(body) and result.bytes_received == 0 and result.size == SIZE
+
+
+def test_416_on_a_part_longer_than_the_file_restarts(server, session, part):
+    body = media_bytes(1000)
+    url = server.route("/v.mp4", Reply(body, etag='"v1"'))
+    part.parent.mkdir(parents=True)
+    part.write_bytes(media_bytes(5000, seed=9))
+
+    result = fetch(session, url, part, validator='"v1"')
+
+    assert [r.status for r in server.requests_to("/v.mp4")] == [416, 200]
+    assert result.sha256 == sha256(body) and part.read_bytes() == body
+
+
+def test_consecutive_downloads_reuse_one_keep_alive_connection(server, session, tmp_path):
+    url = server.route("/img.jpg", Reply(media_bytes(300_000)))
+    for index in range(3):
+        fetch(session, url, tmp_path / f"{index}.part")
+    assert len({entry.client_port for entry in server.requests_to("/img.jpg")}) == 1

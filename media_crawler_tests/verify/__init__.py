@@ -1,0 +1,1 @@
+"""Tests of media verification (media_crawler.verify)."""

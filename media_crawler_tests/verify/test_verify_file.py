@@ -1,0 +1,74 @@
+"""verify_file: size and hash gates, signature versus the record's kind, and dispatch to the image and MP4 checks."""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.verify import VerifyResult, verify_file
+from media_crawler_tests.verify.media import FTYP, MDAT, MOOV, image_bytes, mp4
+
+
+def write(tmp_path, data: bytes):
+    path = tmp_path / "item.part"
+    path.write_bytes(data)
+    return path
+
+
+def error_class(path, **options) -> ErrorClass:
+    with pytest.raises(CrawlError) as caught:
+        verify_file(path, **options)
+    return caught.value.error_class
+
+
+def test_a_real_jpeg_passes_with_size_and_hash(tmp_path):
+    data = image_bytes("JPEG", size=(320, 200))
+    digest = hashlib.sha256(data).hexdigest()
+    result = verify_file(write(tmp_path, data), kind="image", expected_size=len(data), expected_sha256=digest)
+    assert result == VerifyResult("image/jpeg", 320, 200)
+
+
+def test_video_and_audio_tracks_pass(tmp_path):
+    path = write(tmp_path, mp4(FTYP, MOOV, MDAT))
+    assert verify_file(path, kind="video") == VerifyResult("video/mp4")
+    assert verify_file(path, kind="audio") == VerifyResult("audio/mp4")
+    webm = write(tmp_path, b"\x1a\x45\xdf\xa3" + b"\x00" * 60)
+    assert verify_file(webm, kind="video").media_type == "video/webm"
+
+
+def test_size_and_hash_gates(tmp_path):
+    data = image_bytes("PNG")
+    path = write(tmp_path, data)
+    assert error_class(path, kind="image", expected_size=len(data) + 1) is ErrorClass.TRUNCATED_BODY
+    assert error_class(path, kind="image", expected_size=len(data) - 1) is ErrorClass.HASH_MISMATCH
+    assert error_class(path, kind="image", max_bytes=len(data) - 1) is ErrorClass.TOO_LARGE
+    assert error_class(path, kind="image", expected_sha256="0" * 64) is ErrorClass.HASH_MISMATCH
+    # The downloader's inline hash is trusted: no second read of the file.
+    assert error_class(path, kind="image", expected_sha256="a" * 64, actual_sha256="b" * 64) is ErrorClass.HASH_MISMATCH
+    assert error_class(write(tmp_path, b""), kind="image") is ErrorClass.TRUNCATED_BODY
+
+
+@pytest.mark.parametrize(
+    "data, kind",
+    [
+        (b"<!DOCTYPE html><html><body>login required</body></html>", "image"),
+        (b'{"code": 403}', "video"),
+        (b"\x00\x01\x02\x03 not any known format at all", "image"),
+        (image_bytes("JPEG"), "video"),  # a thumbnail where the video should be
+        (mp4(FTYP, MOOV, MDAT), "image"),
+    ],
+)
+def test_wrong_signatures_are_bad_signature(tmp_path, data, kind):
+    assert error_class(write(tmp_path, data), kind=kind) is ErrorClass.BAD_SIGNATURE
+
+
+def test_format_checks_decide_corrupt_media(tmp_path):
+    jpeg = image_bytes("JPEG", size=(640, 480))
+    assert error_class(write(tmp_path, jpeg[: len(jpeg) // 2]), kind="image") is ErrorClass.CORRUPT_MEDIA
+    assert error_class(write(tmp_path, mp4(FTYP, MOOV)), kind="video") is ErrorClass.CORRUPT_MEDIA
+
+
+def test_unknown_kinds_are_a_programming_error(tmp_path):
+    with pytest.raises(ValueError):
+        verify_file(write(tmp_path, b"x"), kind="document")
