@@ -16,6 +16,17 @@ COMMANDS = {
     "demo": ("media_crawler.commands.demo", "start the simulator and crawl it into ./var (make demo)"),
     "normalize": ("media_crawler.commands.normalize", "print the records a saved API response yields"),
     "fetch-urls": ("media_crawler.commands.fetch_urls", "download a plain URL list without Dagster"),
+    "export": ("media_crawler.commands.export", "write the manifest of committed media as JSON lines"),
+    # Observability (observe/): what is failing, where, since when.
+    "failures": ("media_crawler.commands.failures", "failures grouped by platform, stage and error class"),
+    "status": ("media_crawler.commands.status", "backlog, throughput, platform health, stage delays, disk"),
+    "metrics": ("media_crawler.commands.metrics", "serve Prometheus metrics"),
+    "health": ("media_crawler.commands.health", "liveness / readiness probe for orchestrators"),
+    # Recovery.
+    "reconcile": ("media_crawler.commands.reconcile", "check the store against the ledger (and --repair)"),
+    "rerun-failed": ("media_crawler.commands.rerun_failed", "re-execute failed partitions"),
+    "backup": ("media_crawler.commands.backup", "back up the ledger, Dagster storage and the store"),
+    "restore": ("media_crawler.commands.restore", "restore a backup into a fresh location, dispatch paused"),
 }
 
 

@@ -151,17 +151,21 @@ def download_with_retries(
     current = _Target(url, validator)
 
     def attempt() -> DownloadResult:
-        with _request_slot(budget, platform):
-            return download_to_part(
-                session, current.url, part_path, headers=headers, timeouts=timeouts, max_bytes=max_bytes,
-                allowed_hosts=allowed_hosts, validator=current.validator, on_validator=current.remember,
-                **fetch_options,
-            )  # fmt: skip
+        try:
+            with _request_slot(budget, platform):
+                return download_to_part(
+                    session, current.url, part_path, headers=headers, timeouts=timeouts, max_bytes=max_bytes,
+                    allowed_hosts=allowed_hosts, validator=current.validator, on_validator=current.remember,
+                    **fetch_options,
+                )  # fmt: skip
+        except CrawlError as error:
+            # Slow the platform even when this item retries no more: other items still ask.
+            if error.policy.slows_platform and budget is not None:
+                budget.penalize(platform, seconds=max(PENALTY_SECONDS, error.retry_after or 0.0))
+            raise
 
     def recover(error: CrawlError, delay: float) -> float | None:
         policy = error.policy
-        if policy.slows_platform and budget is not None:
-            budget.penalize(platform, seconds=max(PENALTY_SECONDS, error.retry_after or 0.0))
         if policy.restart_part:
             part_path.unlink(missing_ok=True)
             current.validator = None

@@ -75,7 +75,8 @@ class Heartbeat:
 def download_partition(runtime: Runtime, source: Source | None, window: DayWindow | None,
                        run_id: str | None = None, workers: int | None = None,
                        ignore_backoff: bool = False) -> StageReport:
-    """Download every claimable item of the partition (all partitions when source is None).
+    """Download every claimable item of the partition (every day of the source when
+    window is None; every source when source is None too).
 
     ignore_backoff: also take retry_wait items whose delay has not passed (a
     step retry that already waited for them)."""
@@ -129,9 +130,8 @@ def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: d
     def on_attempt(report: AttemptReport) -> None:
         attempts["n"] = report.attempt
         attempts["validator"] = report.validator
-        if report.error is not None:
-            log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url,
-                     outcome="retry" if report.delay_s is not None else "failed",
+        if report.error is not None and report.delay_s is not None:  # the final failure is logged by _record
+            log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="retry",
                      error_class=report.error.error_class.value, attempt=task.attempts + report.attempt,
                      task_id=f"t_{task.id}", retry_in_s=report.delay_s, message=report.error.message)
 

@@ -14,8 +14,9 @@ from media_crawler.store.cas import BlobStore
 from media_crawler.store.ledger import Ledger
 
 # Requests per second and burst per platform: conservative defaults that keep
-# a crawl below the platforms' published throttles. The simulator needs none.
-DEFAULT_RATES = {"bilibili": (5.0, 10.0), "weibo": (3.0, 6.0), "facebook": (5.0, 10.0), "urls": (200.0, 400.0)}
+# a crawl below the platforms' published throttles. A plain URL list has no
+# platform to protect, so it is unlimited unless `platforms.urls.rate` is set.
+DEFAULT_RATES = {"bilibili": (5.0, 10.0), "weibo": (3.0, 6.0), "facebook": (5.0, 10.0)}
 
 
 @dataclass

@@ -99,9 +99,8 @@ def commit_partition(runtime: Runtime, source: Source | None, window: DayWindow 
 
 
 def _tasks_in(ledger: Ledger, source: Source | None, window: DayWindow | None, state: str) -> list[Task]:
-    if source is None:
-        return ledger.tasks(states=[state])
-    return ledger.tasks(source_key=source.key, day=window.day.isoformat(), states=[state])
+    return ledger.tasks(source_key=source.key if source else None, day=window.day.isoformat() if window else None,
+                        states=[state])
 
 
 def _count_unfinished(report: StageReport, state: str) -> None:

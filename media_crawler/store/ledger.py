@@ -143,7 +143,9 @@ class Ledger:
         ready.append(and_(T.c.state == DOWNLOADING, T.c.lease_expires_at < now))
         query = select(T).where(or_(*ready))
         if source_key is not None:
-            query = query.where(T.c.source_key == source_key, T.c.day == day)
+            query = query.where(T.c.source_key == source_key)
+        if day is not None:
+            query = query.where(T.c.day == day)
         query = query.order_by(T.c.id).limit(limit)
         if self.engine.dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
