@@ -1,23 +1,24 @@
 """Secrets never reach logs, metadata, error messages or the database.
 
 Two layers: known secret-bearing URL parameters and cookies are removed by
-name, and the values of the credential environment variables in use are
+name (platforms/scrub.py), and the values of the credential environment variables in use are
 registered so any text containing them is masked wherever it came from.
 """
 from __future__ import annotations
 
-import re
+import os
 import threading
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import Iterable
 
-SECRET_PARAMS = frozenset({
-    "access_token", "sessdata", "w_rid", "sign", "token", "upsig", "ssig", "oh", "kid", "signature",
-    "appsecret_proof", "client_secret", "x-amz-signature", "x-amz-credential", "key", "auth", "password",
-})
+# The name-based layer (which query parameters carry credentials or signatures)
+# lives with the adapters, which use it on every API URL they touch.
+from media_crawler.platforms import scrub as params
+
+# The variables the adapters read when sources.yaml names none (platforms/headers.py
+# `credential(..., default_env)`): a secret sent by default must be masked by default.
+DEFAULT_CREDENTIAL_ENVS = ("BILIBILI_SESSDATA", "FB_ACCESS_TOKEN", "WEIBO_COOKIE")
 _REGISTERED: set[str] = set()
 _LOCK = threading.Lock()
-_URL = re.compile(r"https?://[^\s\"'<>]+")
-_COOKIE = re.compile(r"(?i)\b(SESSDATA|bili_jct|access_token|token)=([^;&\s\"']+)")
 
 
 def register_secret(value: str | None) -> None:
@@ -27,20 +28,29 @@ def register_secret(value: str | None) -> None:
             _REGISTERED.add(value)
 
 
+def register_environment_secrets(env_names: Iterable[str] = ()) -> None:
+    """Mask the values of these environment variables and of the default credential ones.
+
+    A cookie header value ("SUB=...; SUBP=...") is registered whole and part by
+    part, since an error text may quote one cookie without the others.
+    """
+    for name in {*env_names, *DEFAULT_CREDENTIAL_ENVS}:
+        value = os.environ.get(name)
+        register_secret(value)
+        for part in (value or "").split(";"):
+            register_secret(part.split("=", 1)[-1].strip())
+
+
 def scrub_url(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return scrub_text_only(url)
-    if not parts.query:
-        return scrub_text_only(url)
-    query = [(k, "REDACTED" if k.lower() in SECRET_PARAMS else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
-    return scrub_text_only(urlunsplit(parts._replace(query=urlencode(query, safe="/:,"))))
+    """Secret parameters removed by name (platforms/scrub.py), registered values masked."""
+    return scrub_text_only(params.scrub_url(url))
 
 
 def scrub_text(text: str) -> str:
-    text = _URL.sub(lambda match: scrub_url(match.group(0)), text)
-    return scrub_text_only(_COOKIE.sub(lambda m: f"{m.group(1)}=REDACTED", text))
+    """URLs scrubbed, credential pairs and registered secret values masked."""
+    with _LOCK:
+        secrets = list(_REGISTERED)
+    return params.scrub_text(text, secrets)
 
 
 def scrub_text_only(text: str) -> str:
@@ -48,5 +58,5 @@ def scrub_text_only(text: str) -> str:
         secrets = list(_REGISTERED)
     for secret in secrets:
         if secret in text:
-            text = text.replace(secret, "REDACTED")
+            text = text.replace(secret, params.MASK)
     return text

@@ -23,6 +23,7 @@ from media_crawler.http import Timeouts
 from media_crawler.models import DayWindow, Source
 from media_crawler.observe.events import log_item
 from media_crawler.observe.logging import WORKER
+from media_crawler.observe.progress import LogSink, Progress
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, Ledger, Task
@@ -74,12 +75,14 @@ class Heartbeat:
 
 def download_partition(runtime: Runtime, source: Source | None, window: DayWindow | None,
                        run_id: str | None = None, workers: int | None = None,
-                       ignore_backoff: bool = False) -> StageReport:
+                       ignore_backoff: bool = False, progress_sinks: list | None = None) -> StageReport:
     """Download every claimable item of the partition (every day of the source when
     window is None; every source when source is None too).
 
     ignore_backoff: also take retry_wait items whose delay has not passed (a
-    step retry that already waited for them)."""
+    step retry that already waited for them).
+    progress_sinks: where progress goes (observe/progress.py); default a
+    periodic `progress` log event, which is what a Dagster run shows."""
     report = StageReport("download")
     owner = f"{WORKER}:{(run_id or 'local')[:8]}:{uuid.uuid4().hex[:8]}"
     tasks = runtime.ledger.claim(
@@ -92,7 +95,8 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
     def work(task: Task) -> ItemOutcome:
         return _download_one(runtime, task, source, halted)
 
-    with Heartbeat(runtime.ledger, owner, LEASE_S):
+    sinks = progress_sinks if progress_sinks is not None else [LogSink(stage="download")]
+    with Heartbeat(runtime.ledger, owner, LEASE_S), Progress("download", len(tasks), sinks=sinks) as progress:
         for outcome in run_bounded(work, tasks, workers=workers or runtime.download_threads):
             if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
                 error = CrawlError(ErrorClass.STORAGE_ERROR, f"unexpected {type(outcome.error).__name__}: {outcome.error}")
@@ -100,6 +104,7 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
             else:
                 item = outcome.result
             pending_changes.append(_record(report, item, halted))
+            progress.advance(bytes=item.result.bytes_received if item.result else 0)
             if len(pending_changes) >= FLUSH_EVERY:
                 runtime.ledger.apply(pending_changes)
                 pending_changes.clear()
@@ -122,7 +127,7 @@ def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: d
         return ItemOutcome(task, None, error, task.attempts, started, 0.0)
     adapter = runtime.adapter(task.platform)
     record = task.as_record()
-    attempts = {"n": 0, "validator": task.etag}
+    attempts = {"n": 0, "validator": task.etag, "attempt_started": started}
 
     def resolve() -> str:
         return adapter.resolve(record).media_url
@@ -130,15 +135,18 @@ def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: d
     def on_attempt(report: AttemptReport) -> None:
         attempts["n"] = report.attempt
         attempts["validator"] = report.validator
+        now = time.time()
         if report.error is not None and report.delay_s is not None:  # the final failure is logged by _record
             log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="retry",
                      error_class=report.error.error_class.value, attempt=task.attempts + report.attempt,
-                     task_id=f"t_{task.id}", retry_in_s=report.delay_s, message=report.error.message)
+                     task_id=task.id, duration_ms=(now - attempts["attempt_started"]) * 1000,
+                     retry_in_s=round(report.delay_s, 2), message=report.error.message)
+        attempts["attempt_started"] = now + (report.delay_s or 0.0)  # the retry loop sleeps, then tries again
 
     url = task.media_url
-    lifetime = type(adapter).url_lifetime_s
+    lifetime = adapter.url_lifetime_for(record)
     try:
-        if lifetime and task.resolve_ref and (task.resolved_at or 0) + lifetime * 0.9 < time.time():
+        if lifetime and (task.resolved_at or 0) + lifetime * 0.9 < time.time():
             url = resolve()  # the signed URL is (nearly) expired: ask the platform for a fresh one
         result = download_with_retries(
             runtime.session, url, runtime.store.staging_path(task.staging_name),
@@ -166,7 +174,8 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
         values = {"state": COMMITTED, "sha256": task.expected_sha256, "committed_at": time.time(),
                   "lease_owner": None, "lease_expires_at": None}
         log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="skipped",
-                 task_id=f"t_{task.id}", reason="content already stored")
+                 task_id=task.id, attempt=task.attempts, duration_ms=item.duration_ms, bytes=task.expected_size,
+                 reason="content already stored")
         return (task.id, None, values)
     if item.error is None:
         result = item.result
@@ -174,14 +183,17 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
         report.bytes += result.bytes_received
         report.durations_ms.append(item.duration_ms)
         log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="ok",
-                 task_id=f"t_{task.id}", attempt=item.attempts, duration_ms=round(item.duration_ms),
-                 bytes=result.size, resumed_from=result.resumed_from or None)
+                 task_id=task.id, attempt=item.attempts, duration_ms=item.duration_ms,
+                 bytes=result.size, bytes_received=result.bytes_received, resumed_from=result.resumed_from or None)
         values = Ledger.downloaded(result.sha256, result.size, result.validator, item.started_at)
         return (task.id, None, {**values, "attempts": item.attempts})
     error = item.error
     if task.platform in halted and error is halted[task.platform] and item.duration_ms == 0.0:
         # Not attempted: the platform (or the disk) stopped this run. Hand it back untouched.
         report.still_unfinished += 1
+        log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="deferred",
+                 task_id=task.id, attempt=task.attempts, duration_ms=0.0, error_class=error.error_class.value,
+                 reason="platform halted in this run")
         return (task.id, None, {"state": DISCOVERED, "lease_owner": None, "lease_expires_at": None})
     retry_at = None
     if error.policy.retryable and item.attempts < MAX_TOTAL_ATTEMPTS:
@@ -194,7 +206,7 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
     else:
         report.still_unfinished += 1
     log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="failed",
-             task_id=f"t_{task.id}", attempt=item.attempts, error_class=error.error_class.value,
+             task_id=task.id, attempt=item.attempts, error_class=error.error_class.value,
              platform_code=error.platform_code, final_state=values["state"], message=error.message,
-             duration_ms=round(item.duration_ms))
+             duration_ms=item.duration_ms)
     return (task.id, None, values)

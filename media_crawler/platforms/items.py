@@ -21,14 +21,8 @@ def guarded(platform: str, item_id: str | None, build: Callable[[], Iterable[Fee
     """
     try:
         return list(build())
-    except CrawlError as error:
-        return [item_error(platform, error, item_id)]
-    except MALFORMED as exc:
-        return [ItemError(platform, ErrorClass.PARSE_ERROR.value, f"{platform}: {exc}", item_id)]
-
-
-def item_error(platform: str, error: CrawlError, item_id: str | None) -> ItemError:
-    return ItemError(platform, error.error_class.value, error.message, item_id, error.platform_code)
+    except (CrawlError, *MALFORMED) as exc:
+        return [item_failure(platform, item_id, exc)]
 
 
 def is_item_level(error: CrawlError) -> bool:
@@ -48,7 +42,7 @@ def item_failure(platform: str, item_id: str | None, exc: Exception) -> ItemErro
     Use inside `except (CrawlError, *MALFORMED) as exc:`.
     """
     if isinstance(exc, CrawlError) and is_item_level(exc):
-        return item_error(platform, exc, item_id)
+        return ItemError(platform, exc.error_class.value, exc.message, item_id, exc.platform_code)
     if isinstance(exc, MALFORMED):
         return ItemError(platform, ErrorClass.PARSE_ERROR.value, f"{platform}: {exc}", item_id)
     raise exc

@@ -11,9 +11,14 @@ from datetime import datetime
 from typing import Iterable
 
 from media_crawler.models import DayWindow, iso_utc
-from media_crawler.platforms.base import CursorStore
+from media_crawler.platforms.base import CursorStore, PlatformSettings
 
 DEFAULT_MAX_PAGES = 500  # a server that never stops paging must not hold a run forever
+
+
+def max_pages(settings: PlatformSettings) -> int:
+    """`platforms: {<p>: {max_pages: N}}` in sources.yaml, else DEFAULT_MAX_PAGES."""
+    return int(settings.options.get("max_pages", DEFAULT_MAX_PAGES))
 
 
 def page_reaches_before(window: DayWindow, moments: Iterable[datetime | None]) -> bool:

@@ -245,3 +245,11 @@ def test_video_node_still_without_source_fails_that_video_only():
                                "/1885259812583763": load_fixture("facebook", "video_object_fields.json")})
     [failure] = adapter(transport).iter_records(PAGE, WINDOW)
     assert isinstance(failure, ItemError) and (failure.error_class, failure.item_id) == ("parse_error", "1885259812583763")
+
+
+def test_resolve_of_a_video_node_without_source_is_a_parse_error():
+    transport = FakeTransport({"/9420707890600646": load_fixture("facebook", "video_object_fields.json")})
+    record = MediaRecord("facebook", "9420707890600646", "source", "video", "c", "m", resolve_ref="video:9420707890600646")
+    with pytest.raises(CrawlError) as caught:
+        adapter(transport).resolve(record)
+    assert caught.value.error_class == ErrorClass.PARSE_ERROR

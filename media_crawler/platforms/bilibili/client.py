@@ -24,7 +24,7 @@ from media_crawler.platforms.fields import MissingField, as_str
 from media_crawler.platforms.headers import BROWSER_USER_AGENT, credential
 from media_crawler.platforms.items import MALFORMED, guarded, item_failure
 from media_crawler.platforms.responses import parse_error
-from media_crawler.platforms.window import DEFAULT_MAX_PAGES, NewestSeen, page_reaches_before
+from media_crawler.platforms.window import NewestSeen, max_pages, page_reaches_before
 
 REFERER = "https://www.bilibili.com/"
 PAGE_SIZE = 30
@@ -60,8 +60,7 @@ class BilibiliAdapter(PlatformAdapter):
         self, source: Source, window: DayWindow, cursors: CursorStore | None = None
     ) -> Iterator[FeedItem]:
         newest = NewestSeen(cursors, source.key)
-        max_pages = int(self.settings.options.get("max_pages", DEFAULT_MAX_PAGES))
-        for pn in range(1, max_pages + 1):
+        for pn in range(1, max_pages(self.settings) + 1):
             params = {"mid": source.ident, "pn": pn, "ps": PAGE_SIZE, "order": "pubdate", **ARC_SEARCH_FINGERPRINT}
             data = self._signed_get("/x/space/wbi/arc/search", params, "arc/search")
             entries = normalize.arc_search_entries(data)

@@ -23,7 +23,7 @@ from media_crawler.platforms.fields import as_list, as_str
 from media_crawler.platforms.headers import BROWSER_USER_AGENT, credential
 from media_crawler.platforms.items import MALFORMED, item_failure
 from media_crawler.platforms.responses import parse_error
-from media_crawler.platforms.window import DEFAULT_MAX_PAGES, NewestSeen, page_reaches_before
+from media_crawler.platforms.window import NewestSeen, max_pages, page_reaches_before
 
 PAGE_SIZE = 25
 TOKEN_PARAM = "access_token"
@@ -50,7 +50,7 @@ class FacebookAdapter(PlatformAdapter):
             "limit": PAGE_SIZE,
         }
         requested: set[tuple] = set()
-        for _ in range(int(self.settings.options.get("max_pages", DEFAULT_MAX_PAGES))):
+        for _ in range(max_pages(self.settings)):
             requested.add((url, tuple(sorted(params.items()))))
             body = self._get(url, params)
             posts = [post for post in as_list(body.get("data")) if isinstance(post, Mapping)]
@@ -126,8 +126,11 @@ class FacebookAdapter(PlatformAdapter):
         post again, for the same photo's freshly signed URL."""
         kind, _, ident = (record.resolve_ref or "").partition(":")
         if kind == "video":
-            fresh = normalize.video_node_record(self.video_node(ident), ident)
-            return replace(record, media_url=fresh.media_url)
+            node = self.video_node(ident)
+            source = as_str(node.get("source"))
+            if not source:
+                raise parse_error(PLATFORM, f"video {ident} answered without source", str(node))
+            return replace(record, media_url=source)
         if kind == "post":
             post = self._get(f"{self.api_base}/{ident}", {"fields": normalize.POST_FIELDS})
             for item in self._post_items(post):

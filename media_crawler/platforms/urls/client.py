@@ -14,7 +14,7 @@ from media_crawler.models import DayWindow, MediaRecord, Source
 from media_crawler.platforms.base import CursorStore, FeedItem, PlatformAdapter
 from media_crawler.platforms.responses import decode_json, http_status_error, parse_error
 from media_crawler.platforms.urls.normalize import PLATFORM, next_feed_url, normalize_feed
-from media_crawler.platforms.window import DEFAULT_MAX_PAGES, NewestSeen
+from media_crawler.platforms.window import NewestSeen, max_pages
 
 
 class UrlsAdapter(PlatformAdapter):
@@ -35,7 +35,7 @@ class UrlsAdapter(PlatformAdapter):
         newest = NewestSeen(cursors, source.key)
         feed_url: str | None = source.ident
         visited: set[str] = set()
-        for _ in range(int(self.settings.options.get("max_pages", DEFAULT_MAX_PAGES))):
+        for _ in range(max_pages(self.settings)):
             if not feed_url or feed_url in visited:
                 break
             visited.add(feed_url)

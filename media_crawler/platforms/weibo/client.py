@@ -19,7 +19,7 @@ from media_crawler.platforms.weibo.errors import classify_body, decode_response
 from media_crawler.platforms.weibo.posts import (
     FEED_PICTURE_LIMIT, PLATFORM, is_pinned, is_tombstone, needs_detail, picture_count, post_mid, post_time,
 )
-from media_crawler.platforms.window import DEFAULT_MAX_PAGES, NewestSeen, page_reaches_before
+from media_crawler.platforms.window import NewestSeen, max_pages, page_reaches_before
 
 APIS = ("mobile", "ajax")
 Mblog = Mapping[str, Any]
@@ -69,7 +69,7 @@ class WeiboAdapter(PlatformAdapter):
     def _mobile_pages(self, uid: str) -> Iterator[list[Mblog]]:
         cursor: dict[str, str] = {}
         seen_cursors: set[tuple] = set()
-        for _ in range(self._max_pages()):
+        for _ in range(max_pages(self.settings)):
             params = {"type": "uid", "value": uid, "containerid": f"107603{uid}", **cursor}
             body = self._get(f"{self.api_base}/api/container/getIndex", params, "mobile")
             mblogs = normalize.mblogs_from_getindex(body) if body is not None else []
@@ -83,7 +83,7 @@ class WeiboAdapter(PlatformAdapter):
 
     def _ajax_pages(self, uid: str) -> Iterator[list[Mblog]]:
         since_id = None
-        for page in range(1, self._max_pages() + 1):
+        for page in range(1, max_pages(self.settings) + 1):
             params = {"uid": uid, "page": page, "feature": 0, **({"since_id": since_id} if since_id else {})}
             body = self._get(f"{self.ajax_base}/ajax/statuses/mymblog", params, "ajax")
             mblogs = normalize.mblogs_from_ajax(body) if body is not None else []
@@ -155,9 +155,6 @@ class WeiboAdapter(PlatformAdapter):
         if cookie:
             headers["Cookie"] = cookie
         return headers
-
-    def _max_pages(self) -> int:
-        return int(self.settings.options.get("max_pages", DEFAULT_MAX_PAGES))
 
     # -- re-resolution and downloads ----------------------------------------------------
 

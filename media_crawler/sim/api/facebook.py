@@ -88,6 +88,11 @@ class FacebookApi:
                 return self.posts(request, parts[0], self.world.facebook_pages[parts[1]])
             if len(parts) == 2 and parts[1] in self.world.facebook_videos:
                 return self.video(request, self.world.facebook_videos[parts[1]])
+            if len(parts) == 2 and self._post(parts[1]) is not None:
+                # A single post node: what a client re-reads to refresh expired photo URLs.
+                fields = requested_fields(request.param("fields"), DEFAULT_POST_FIELDS)
+                return json_response(post_json(self._post(parts[1]), fields, request.base_url, self.cdn),
+                                     headers=_USAGE_HEADERS)
             if len(parts) == 2 and parts[1] in self.world.facebook_pages:
                 page = self.world.facebook_pages[parts[1]]
                 return json_response({"id": page.page_id, "name": page.name}, headers=_USAGE_HEADERS)
@@ -98,6 +103,13 @@ class FacebookApi:
             400, 100, f"Unsupported get request. Object with ID '{object_id}' does not exist, cannot be loaded due to "
             "missing permissions, or does not support this operation.", "GraphMethodException", subcode=33,
         )
+
+    def _post(self, post_id: str) -> Post | None:
+        for page in self.world.facebook_pages.values():
+            for post in page.posts:
+                if post.id == post_id:
+                    return post
+        return None
 
     def posts(self, request: Request, version: str, page: Page) -> Response:
         since, until = request.int_param("since"), request.int_param("until")

@@ -1,0 +1,64 @@
+"""`media-crawler export [--since 7d] [--platform P]`: the manifest of committed media.
+
+One JSON object per line with the blob's path and sha256 and the metadata a
+yt-dlp info JSON or gallery-dl metadata user expects (title, author, post,
+published time, dimensions, duration, quality).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from media_crawler.config import CONFIG_ENV
+from media_crawler.models import PLATFORMS
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default=os.environ.get(CONFIG_ENV, "sources.yaml"))
+    parser.add_argument("--since", help="committed within this long (1h, 7d) or since an ISO date")
+    parser.add_argument("--platform", choices=PLATFORMS)
+    parser.add_argument("--out", help="write to this file instead of stdout")
+
+
+def manifest_rows(ledger, store, since: float | None = None, platform: str | None = None):
+    from sqlalchemy import select
+
+    from media_crawler.store.ledger import COMMITTED, T
+
+    query = select(T).where(T.c.state == COMMITTED).order_by(T.c.committed_at, T.c.id)
+    if since is not None:
+        query = query.where(T.c.committed_at >= since)
+    if platform:
+        query = query.where(T.c.platform == platform)
+    with ledger.engine.connect() as conn:
+        for row in conn.execute(query):
+            yield {
+                "platform": row.platform, "item_id": row.item_id, "variant": row.variant, "kind": row.kind,
+                "canonical_url": row.canonical_url, "sha256": row.sha256, "size": row.size,
+                "path": str(store.path_for(row.sha256)), "group": row.group_key, "source": row.source_key,
+                "day": row.day, "published_at": row.published_at, "committed_at": row.committed_at,
+                "meta": json.loads(row.meta or "{}"),
+            }
+
+
+def run(args: argparse.Namespace) -> int:
+    from media_crawler.commands.durations import since_to_epoch
+    from media_crawler.config import load_config
+    from media_crawler.store.cas import BlobStore
+    from media_crawler.store.ledger import Ledger
+
+    config = load_config(args.config)
+    ledger, store = Ledger(config.ledger_url), BlobStore(config.store_root)
+    out = open(args.out, "w") if args.out else sys.stdout
+    try:
+        count = 0
+        for row in manifest_rows(ledger, store, since_to_epoch(args.since), args.platform):
+            out.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+            count += 1
+    finally:
+        if args.out:
+            out.close()
+    print(f"exported {count} records", file=sys.stderr)
+    return 0
