@@ -53,15 +53,21 @@ def register_sources(instance, config: CrawlConfig) -> list[str]:
 
 
 def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | None = None, instance=None,
-          raise_on_error: bool = False) -> CrawlOutcome:
+          raise_on_error: bool = False, progress_sinks: list | None = None) -> CrawlOutcome:
+    """progress_sinks: where partitions done/total, bytes, rate and ETA go (observe/progress.py)."""
     from dagster import DagsterInstance, materialize
 
     from media_crawler.defs.partitions import partition_key
     from media_crawler.defs.resources import CrawlerResource
     from media_crawler.definitions import CRAWL_ASSETS
+    from media_crawler.observe.progress import Progress
+
+    from media_crawler.recovery.runs import fail_dead_runs, process_tags
 
     config = load_config(config_path)
     instance = instance or DagsterInstance.get()
+    # Runs a killed predecessor left STARTED are failed first, so they read as failed, not running.
+    fail_dead_runs(instance)
     keys = register_sources(instance, config)
     selected = [key for key in keys if not source_keys or key in source_keys]
     unknown = set(source_keys or []) - set(keys)
@@ -69,17 +75,29 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
         raise SystemExit(f"unknown source(s): {', '.join(sorted(unknown))}; known: {', '.join(keys)}")
     resource = CrawlerResource(config_path=str(Path(config_path).resolve()))
     outcome = CrawlOutcome()
+    progress = Progress("crawl", len(days) * len(selected), unit="partitions", sinks=progress_sinks or [])
     for day in days:
         for key in selected:
             result = materialize(CRAWL_ASSETS, partition_key=partition_key(key, day), instance=instance,
                                  resources={"crawler": resource}, raise_on_error=raise_on_error,
-                                 tags={"media_crawler/source": key, "media_crawler/day": day})
+                                 tags={"media_crawler/source": key, "media_crawler/day": day, **process_tags()})
             error = ""
             if not result.success:
                 failures = [event for event in result.all_events if event.is_step_failure]
                 error = "; ".join(str(event.step_failure_data.error.message).strip()[:300] for event in failures)
             outcome.partitions.append(PartitionOutcome(key, day, result.success, result.run_id, error))
+            progress.advance(bytes=_committed_bytes(result))
+    progress.close()
     return outcome
+
+
+def _committed_bytes(result) -> int:
+    """Bytes the partition's committed_media materialization reports (0 when it did not materialize)."""
+    total = 0
+    for materialization in result.asset_materializations_for_node("committed_media"):
+        value = materialization.metadata.get("bytes")
+        total += int(getattr(value, "value", value) or 0)
+    return total
 
 
 def resolve_days(explicit: list[str], count: int) -> list[str]:
@@ -91,10 +109,11 @@ def resolve_days(explicit: list[str], count: int) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from media_crawler.observe.logging import configure
+    from media_crawler.observe.progress import default_sinks
 
     configure()
     days = resolve_days(args.day, args.days)
-    outcome = crawl(args.config, days, args.source)
+    outcome = crawl(args.config, days, args.source, progress_sinks=default_sinks())
     for partition in outcome.partitions:
         status = "ok" if partition.success else "FAILED"
         print(f"{partition.day} {partition.source_key}: {status} run {partition.run_id} {partition.error}",

@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
     from media_crawler.commands.crawl import crawl
     from media_crawler.observe.logging import configure
+    from media_crawler.observe.progress import default_sinks
 
     home = Path(args.home).resolve()
     os.environ[HOME_ENV] = str(home)
@@ -82,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
             before = _store_snapshot(home / "store")
             print(f"crawling {len(demo_sources(sim.base_url)['sources'])} demo sources for {', '.join(truth['days'])} "
                   f"from the simulator at {sim.base_url} ...", file=sys.stderr)
-            outcome = crawl(config_path, truth["days"])
+            # Progress goes to stderr (when it is a terminal), which the redirect above leaves alone.
+            outcome = crawl(config_path, truth["days"], progress_sinks=default_sinks())
         finally:
             sim.stop()
     after = _store_snapshot(home / "store")

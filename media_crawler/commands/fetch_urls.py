@@ -8,7 +8,9 @@ second run over the same list resumes and downloads nothing twice.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,12 +27,67 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-item-bytes", type=int, default=4 * 1024**3)
 
 
+class BatchedLines:
+    """The item log's stream when stdout is a file or a pipe: the lines arrive
+    in batches, at most `interval` seconds late, rather than one write() per
+    line. Every line is still written, whole and in order; a terminal keeps
+    line-by-line output. (At 5,000 small files the four stage lines per item
+    are 20,000 system calls, each handing the GIL to the download threads and
+    waiting to get it back.)"""
+
+    def __init__(self, stream, interval: float = 0.2) -> None:
+        self._stream, self._interval = stream, interval
+        self._lock = threading.RLock()  # the logging handler's lock, once configured
+        self._dirty = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._flush_periodically, name="mc-log-flush", daemon=True)
+
+    def start(self, lock) -> "BatchedLines":
+        self._lock = lock
+        self._thread.start()
+        return self
+
+    def write(self, text: str) -> int:
+        self._dirty = True
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        """Called by the logging handler after each line: the flusher thread does it."""
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        with self._lock:
+            self._stream.flush()
+
+    def _flush_periodically(self) -> None:
+        while not self._stop.wait(self._interval):
+            if self._dirty:
+                with self._lock:
+                    self._dirty = False
+                    self._stream.flush()
+
+
 def run(args: argparse.Namespace) -> int:
+    from media_crawler.observe.logging import ROOT_LOGGER, configure
+
+    batched = None if sys.stdout.isatty() else BatchedLines(sys.stdout)
+    configure(stream=batched)
+    if batched is not None:
+        batched.start(logging.getLogger(ROOT_LOGGER).handlers[0].lock)
+    try:
+        return _fetch(args)
+    finally:
+        if batched is not None:
+            batched.close()
+            configure()  # back to the plain stdout handler for whatever runs next in this process
+
+
+def _fetch(args: argparse.Namespace) -> int:
     from media_crawler.models import DayWindow, Source
-    from media_crawler.observe.logging import configure
     from media_crawler.pipeline.fetch_list import fetch_list
 
-    configure()
     store = Path(args.store).resolve()
     config = config_from_dict({
         "store": str(store),

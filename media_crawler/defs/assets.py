@@ -28,15 +28,19 @@ from media_crawler.errors import CrawlError
 from media_crawler.defs.partitions import crawl_partitions, split_partition_key
 from media_crawler.defs.resources import CrawlerResource
 from media_crawler.observe.events import correlation
+from media_crawler.observe.logging import ensure_configured
 from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import download_partition
 from media_crawler.pipeline.integrity import partition_blob_mismatches, partition_progress
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
+from media_crawler.recovery.runs import record_run_process
 
 GROUP = "media_crawl"
 # Whole-step failures only (a dead API, a killed process); items retry inside the step.
 STEP_RETRY = RetryPolicy(max_retries=3, delay=2, backoff=Backoff.EXPONENTIAL, jitter=Jitter.PLUS_MINUS)
+# First wait before media_downloads runs again for its transient failures (doubles per retry).
+DOWNLOAD_RETRY_WAIT_S = 5.0
 # Checks are named <asset>_<property>.
 HASHES_MATCH = "committed_media_hashes_match"
 NOTHING_GONE = "committed_media_nothing_gone"
@@ -44,6 +48,8 @@ NOTHING_GONE = "committed_media_nothing_gone"
 
 @contextmanager
 def _stage(context: AssetExecutionContext, crawler: CrawlerResource):
+    ensure_configured()  # item events as JSON lines on stdout, not in Dagster's event log
+    record_run_process(context)  # so a restart can tell this run died with its process (recovery/runs.py)
     source_key, window = split_partition_key(context.partition_key)
     runtime = crawler.runtime()
     source = runtime.config.source_by_key(source_key)
@@ -101,10 +107,15 @@ def media_downloads(context: AssetExecutionContext, crawler: CrawlerResource) ->
     with _stage(context, crawler) as (runtime, source, window):
         report = download_partition(runtime, source, window, run_id=context.run_id,
                                     ignore_backoff=context.retry_number > 0)
-    if report.still_unfinished and context.retry_number < STEP_RETRY.max_retries:
+    halted = report.extra.get("platforms_halted", 0)
+    if report.still_unfinished and not halted and context.retry_number < STEP_RETRY.max_retries:
         # Come back later for the transient failures, without holding a worker
         # while the platform recovers; what downloaded already stays staged.
-        raise RetryRequested(max_retries=STEP_RETRY.max_retries, seconds_to_wait=5 * (2 ** context.retry_number))
+        # Not when the platform was halted (down, auth, disk): seconds will not
+        # fix that, and retrying would only spend the items' attempts. The
+        # partition fails and the unfinished-partitions sensor comes back later.
+        raise RetryRequested(max_retries=STEP_RETRY.max_retries,
+                             seconds_to_wait=DOWNLOAD_RETRY_WAIT_S * (2 ** context.retry_number))
     return _result(report)
 
 

@@ -1,13 +1,13 @@
 """The crawl job, its daily schedule, and the sensors that keep partitions fresh."""
 
 import json
-import time
 from datetime import datetime, timedelta, timezone
 
 from dagster import (
     AssetSelection,
     DefaultScheduleStatus,
     DefaultSensorStatus,
+    PartitionedConfig,
     RunRequest,
     ScheduleEvaluationContext,
     SensorEvaluationContext,
@@ -20,16 +20,35 @@ from dagster import (
 
 from media_crawler.config import ConfigError
 from media_crawler.defs.assets import GROUP
-from media_crawler.defs.partitions import partition_key, source_partitions
+from media_crawler.defs.partitions import crawl_partitions, partition_key, source_partitions, split_partition_key
 from media_crawler.defs.resources import CrawlerResource
+from media_crawler.deploy.workers import PLATFORM_TAG, plan_from_environment
 from media_crawler.pipeline.unfinished import unfinished_partitions
+from media_crawler.recovery import rerequest
+from media_crawler.recovery.runs import fail_dead_runs, in_flight_partitions
 
-crawl_job = define_asset_job("crawl", selection=AssetSelection.groups(GROUP), description="All four stages for one partition.")
+
+def platform_tags(key) -> dict[str, str]:
+    """Every run of a partition carries its platform as a tag: the instance's
+    per-platform run limit (see deploy/workers.py) counts runs by this tag."""
+    source_key, _window = split_partition_key(key)
+    return {PLATFORM_TAG: source_key.split("-", 1)[0]}
+
+
+def partitioned_run_config(run_config: dict) -> PartitionedConfig:
+    """A PartitionedConfig, not plain job tags: backfills, schedules, sensors and
+    the launchpad all resolve a partition's tags through it, so every run is tagged."""
+    return PartitionedConfig(partitions_def=crawl_partitions, run_config_for_partition_key_fn=lambda _key: run_config,
+                             tags_for_partition_key_fn=platform_tags)
+
+
+# `workers: N` caps the step processes of one run (README "Workers").
+_EXECUTION = {"execution": {"config": {"multiprocess": {"max_concurrent": plan_from_environment().executor_max_concurrent}}}}
+crawl_job = define_asset_job("crawl", selection=AssetSelection.groups(GROUP), config=partitioned_run_config(_EXECUTION),
+                             description="All four stages for one partition.")
 
 # How many recent days a newly registered source gets crawled for.
 RECENT_DAYS = 3
-# At most this many re-requests per sensor tick, so a long outage cannot flood the queue.
-MAX_REREQUESTS_PER_TICK = 5
 
 
 @schedule(job=crawl_job, cron_schedule="30 0 * * *", execution_timezone="UTC",
@@ -63,23 +82,22 @@ def source_registration_sensor(context: SensorEvaluationContext, crawler: Crawle
     )
 
 
-@sensor(job=crawl_job, minimum_interval_seconds=120, default_status=DefaultSensorStatus.STOPPED)
+@sensor(job=crawl_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.RUNNING)
 def unfinished_partitions_sensor(context: SensorEvaluationContext, crawler: CrawlerResource):
-    """Re-requests partitions whose ledger still holds unfinished items, with
-    backoff per partition (stored in the cursor) and a bound per tick."""
-    state = json.loads(context.cursor or "{}")
-    runtime = crawler.runtime()
-    now = time.time()
-    requests = []
-    for source_key, day, attempts in unfinished_partitions(runtime.ledger):
-        entry = state.get(f"{source_key}|{day}", {"n": 0, "at": 0})
-        wait = min(3600, 120 * (2 ** entry["n"]))
-        if now - entry["at"] < wait:
-            continue
-        state[f"{source_key}|{day}"] = {"n": entry["n"] + 1, "at": now}
-        requests.append(RunRequest(run_key=f"rerequest|{source_key}|{day}|{entry['n']}",
-                                   partition_key=partition_key(source_key, day)))
-        if len(requests) >= MAX_REREQUESTS_PER_TICK:
-            break
+    """Re-runs partitions whose ledger still holds unfinished items (a failed or
+    killed run, a platform that was down), so the backlog drains without an
+    operator. Backoff per partition (2 min doubling to 1 h, kept in the cursor),
+    at most a few partitions per tick, never beside a run already in flight.
+    Each tick also marks failed the runs whose process died (recovery/runs.py)."""
+    dead = fail_dead_runs(context.instance)
+    registered = set(context.instance.get_dynamic_partitions(source_partitions.name))
+    in_flight = {tuple(reversed(key.split("|", 1))) for key in in_flight_partitions(context.instance)}
+    unfinished = [(source_key, day) for source_key, day, _count in unfinished_partitions(crawler.runtime().ledger)]
+    due, state = rerequest.plan_rerequests(unfinished, json.loads(context.cursor or "{}"), rerequest.clock(),
+                                           registered=registered, in_flight=in_flight)
     context.update_cursor(json.dumps(state))
-    return requests or SkipReason("no unfinished partitions are due")
+    requests = [RunRequest(run_key=f"rerequest|{item.source_key}|{item.day}|{item.number}",
+                           partition_key=partition_key(item.source_key, item.day)) for item in due]
+    if requests:
+        return requests
+    return SkipReason(f"no unfinished partition is due ({len(unfinished)} unfinished, {len(dead)} dead run(s) failed)")

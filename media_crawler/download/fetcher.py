@@ -127,6 +127,7 @@ def download_to_part(
             if error.error_class in _DISCARD_PART_CLASSES:
                 part_path.unlink(missing_ok=True)
             raise
+        _keep_connection(response)
     return DownloadResult(digest, plan.offset + received, etag, last_modified, content_type, plan.offset, received)
 
 
@@ -164,10 +165,13 @@ def _stream_body(
     """Append the body to the .part at plan.offset; return (sha256 of the whole file, bytes received)."""
     digest = hashlib.sha256()
     try:
-        part_path.parent.mkdir(parents=True, exist_ok=True)
         if plan.offset:
             _hash_prefix(part_path, plan.offset, digest)
-        handle = open(part_path, "ab" if plan.offset else "wb")
+        try:
+            handle = open(part_path, "ab" if plan.offset else "wb")
+        except FileNotFoundError:  # the staging folder is made once, not before every file
+            part_path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(part_path, "ab" if plan.offset else "wb")
     except OSError as exc:
         raise storage_error(exc, "opening the .part") from exc
     received, head = 0, b""
@@ -243,6 +247,21 @@ def _hash_prefix(part_path: Path, length: int, digest) -> None:
                 raise CrawlError(ErrorClass.TRUNCATED_BODY, ".part shrank while being resumed")
             digest.update(block)
             remaining -= len(block)
+
+
+def _keep_connection(response: requests.Response) -> None:
+    """The body was read to its end: hand the connection back to the pool for the next request.
+
+    requests only does this for bodies it consumed itself (iter_content); the
+    body here was read through `raw.read1`, so `Response.close()` would close
+    the socket, and every download would pay a new TCP connection (and the
+    server a new thread). A body that ended early raised before this point,
+    and its connection is closed as usual.
+    """
+    try:
+        response.raw.release_conn()
+    except Exception:  # never fail a finished download over connection bookkeeping
+        pass
 
 
 def _apply_stall_timeout(response: requests.Response, seconds: float) -> None:

@@ -7,7 +7,8 @@ iterable only as results drain, so memory and open files stay bounded by
 """
 from __future__ import annotations
 
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+import queue
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Generic, Iterable, Iterator, TypeVar
 
@@ -47,24 +48,29 @@ def run_bounded(
         raise ValueError("workers must be at least 1")
     limit = max(max_in_flight or 2 * workers, workers)
     source = iter(items)
-    pending: dict[Future, ItemT] = {}
+    # Finished futures arrive on a queue (a done-callback each) rather than
+    # through concurrent.futures.wait(), which registers a waiter on every
+    # pending future per call: at thousands of small items a second that
+    # bookkeeping, not the work, kept the consumer busy.
+    finished: queue.SimpleQueue[tuple[Future, ItemT]] = queue.SimpleQueue()
+    in_flight = 0
     executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=thread_name_prefix)
     try:
         exhausted = False
         while True:
-            while not exhausted and len(pending) < limit:
+            while not exhausted and in_flight < limit:
                 item = next(source, _END)
                 if item is _END:
                     exhausted = True
                     break
-                pending[executor.submit(function, item)] = item
-            if not pending:
+                future = executor.submit(function, item)
+                future.add_done_callback(lambda done, item=item: finished.put((done, item)))
+                in_flight += 1
+            if not in_flight:
                 return
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                item = pending.pop(future)
-                error = future.exception()
-                yield Outcome(item, None, error) if error is not None else Outcome(item, future.result())
+            future, item = finished.get()
+            in_flight -= 1
+            error = future.exception()
+            yield Outcome(item, None, error) if error is not None else Outcome(item, future.result())
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
-

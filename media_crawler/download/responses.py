@@ -7,6 +7,7 @@ bounce the crawler to 169.254.169.254 or localhost.
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 from urllib.parse import urljoin, urlsplit
@@ -60,13 +61,42 @@ def _send(session: requests.Session, url: str, headers: Mapping[str, str], timeo
     # Messages name the exception type, never str(exc): requests puts the full
     # URL, query string and signature included, into its exception text.
     try:
-        return session.get(url, headers=headers, timeout=timeouts.for_requests(), stream=True, allow_redirects=False)
+        request = session.prepare_request(requests.Request("GET", url, headers=dict(headers)))
+        settings = _environment_settings(session, request.url)
+        return session.send(request, timeout=timeouts.for_requests(), allow_redirects=False, **settings)
     except (requests.ConnectTimeout, requests.ReadTimeout) as exc:
         raise CrawlError(ErrorClass.NETWORK_TIMEOUT, f"{type(exc).__name__} from {safe_url}") from None
     except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema, requests.exceptions.MissingSchema):
         raise CrawlError(ErrorClass.DISALLOWED_URL, f"unusable URL {safe_url}") from None
     except requests.RequestException as exc:
         raise CrawlError(ErrorClass.CONNECTION_RESET, f"{type(exc).__name__} from {safe_url}") from None
+
+
+# Per session: origin (+ the session's own proxy/TLS settings) -> requests' merged
+# environment settings. Session.request re-reads them on every call (it walks
+# os.environ twice for proxies and no_proxy), which cost more CPU per media
+# request than the HTTP exchange itself; the environment does not change
+# during a crawl, so it is read once per origin.
+_SETTINGS_CACHE: "weakref.WeakKeyDictionary[requests.Session, dict]" = weakref.WeakKeyDictionary()
+_SETTINGS_CACHE_MAX = 512
+
+
+def _environment_settings(session: requests.Session, url: str) -> dict:
+    """What `Session.request` would pass to `send` for this URL: proxies (env and
+    no_proxy included), stream=True, verify (CA bundle variables), cert."""
+    parts = urlsplit(url)
+    key = (parts.scheme, parts.netloc, session.trust_env, tuple(sorted((session.proxies or {}).items())),
+           repr(session.verify), repr(session.cert))
+    per_session = _SETTINGS_CACHE.get(session)
+    if per_session is None:
+        per_session = _SETTINGS_CACHE.setdefault(session, {})
+    settings = per_session.get(key)
+    if settings is None:
+        if len(per_session) >= _SETTINGS_CACHE_MAX:
+            per_session.clear()
+        settings = session.merge_environment_settings(url, {}, True, None, None)
+        per_session[key] = settings
+    return settings
 
 
 def raise_for_status(response: requests.Response, safe_url: str) -> None:

@@ -1,5 +1,7 @@
 """Per-item stage events: the JSON log lines an operator greps at night.
 
+Every line has the same keys (ITEM_KEYS, null where a stage cannot know one),
+so `jq 'select(.outcome=="failed")'` and log pipelines never meet a missing key.
 Correlation ids (run_id, partition, step) come from a context variable the
 Dagster layer sets once per step, so domain code does not pass them around.
 """
@@ -13,7 +15,14 @@ from typing import Any, Iterator
 from media_crawler.observe.scrub import scrub_text, scrub_url
 
 ITEM_LOG = logging.getLogger("media_crawler.items")
-_RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+STAGES = ("fetch", "download", "verify", "commit")
+CORRELATION_KEYS = ("run_id", "partition", "step")
+# Present on every item line; ts, level and worker come from the formatter.
+ITEM_KEYS = ("task_id", "platform", "stage", "canonical_url", "attempt", "duration_ms", "outcome",
+             *CORRELATION_KEYS)
+# Outcomes that are not failures log at info; everything else at warning.
+QUIET_OUTCOMES = frozenset({"ok", "skipped", "deferred", "progress"})
+_RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
 _CORRELATION: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("media_crawler_correlation", default={})
 
 
@@ -27,14 +36,35 @@ def correlation(**ids: Any) -> Iterator[None]:
 
 
 def current_correlation() -> dict[str, Any]:
-    return dict(_CORRELATION.get())
+    """run_id, partition and step (None outside a Dagster step)."""
+    ids = _CORRELATION.get()
+    return {key: ids.get(key) for key in CORRELATION_KEYS} | ids
 
 
-def log_item(*, stage: str, platform: str, canonical_url: str, outcome: str, level: int | None = None,
-             **fields: Any) -> None:
-    """One line per item per stage. Failures log at warning, the rest at info."""
-    extra = {**_CORRELATION.get(), "stage": stage, "platform": platform,
-             "canonical_url": scrub_url(canonical_url), "outcome": outcome}
+def task_ref(task_id: int | str | None) -> str | None:
+    """The ledger row id as logs show it (`t_8812`): greppable, and not mistaken for a count."""
+    if task_id is None or (isinstance(task_id, str) and task_id.startswith("t_")):
+        return task_id
+    return f"t_{task_id}"
+
+
+def log_item(*, stage: str, platform: str, canonical_url: str, outcome: str, task_id: int | str | None = None,
+             attempt: int | None = None, duration_ms: float | None = None, error_class: str | None = None,
+             bytes: int | None = None, level: int | None = None, **fields: Any) -> None:  # noqa: A002 - the log key
+    """One line per item per stage. Failures log at warning, the rest at info.
+
+    error_class appears on failures (and retries), bytes where known; other
+    keyword fields are added as they are (None values are left out).
+    """
+    extra: dict[str, Any] = {
+        **current_correlation(), "task_id": task_ref(task_id), "platform": platform, "stage": stage,
+        "canonical_url": scrub_url(canonical_url), "attempt": attempt,
+        "duration_ms": None if duration_ms is None else round(duration_ms, 1), "outcome": outcome,
+    }
+    if error_class is not None:
+        extra["error_class"] = str(error_class)
+    if bytes is not None:
+        extra["bytes"] = bytes
     for key, value in fields.items():
         if value is None:
             continue
@@ -42,5 +72,5 @@ def log_item(*, stage: str, platform: str, canonical_url: str, outcome: str, lev
             key = f"error_{key}" if key == "message" else f"field_{key}"
         extra[key] = scrub_text(value) if isinstance(value, str) else value
     if level is None:
-        level = logging.WARNING if outcome not in ("ok", "skipped") else logging.INFO
+        level = logging.INFO if outcome in QUIET_OUTCOMES else logging.WARNING
     ITEM_LOG.log(level, f"{stage} {outcome}", extra=extra)

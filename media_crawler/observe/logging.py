@@ -1,8 +1,11 @@
 """JSON-lines logging: one object per line on stdout, for people and machines alike.
 
-Used two ways: by the `media-crawler` commands (`configure()`), and by Dagster's
+Used three ways: by the `media-crawler` commands (`configure()`), by Dagster's
 instance-wide `python_logs` handler (dagster.yaml names `JsonFormatter`), so the
-framework's own events come out in the same shape as ours.
+framework's own events come out in the same shape as ours, and by the assets
+(`ensure_configured()`), so item events reach stdout in a Dagster step process
+without being copied into Dagster's event log (a million item lines a day would
+bloat run storage; see docs/DESIGN.md).
 """
 from __future__ import annotations
 
@@ -20,9 +23,11 @@ _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message
 # Dagster attaches its whole event object; its type and message are all a reader needs.
 _DAGSTER_NOISE = {"dagster_meta", "dagster_event", "dagster_event_batch_metadata"}
 WORKER = os.environ.get("MEDIA_CRAWLER_WORKER") or f"{socket.gethostname()}-{os.getpid()}"
+ROOT_LOGGER = "media_crawler"
 
 
 def utc_timestamp(epoch: float) -> str:
+    """ISO 8601, UTC, milliseconds, `Z`: sorts as text and parses everywhere."""
     moment = datetime.fromtimestamp(epoch, tz=timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
@@ -46,7 +51,8 @@ class JsonFormatter(logging.Formatter):
                 data["dagster_event_type"] = event.event_type_value
         for key, value in vars(record).items():
             if key not in _STANDARD and key not in _DAGSTER_NOISE and not key.startswith("_"):
-                data[key] = value
+                # Extras from any logger (not only log_item) may quote a URL or a header.
+                data[key] = scrub_text(value) if isinstance(value, str) else value
         try:
             data["msg"] = scrub_text(record.getMessage())
         except Exception:  # a broken %-format must not lose the event
@@ -56,14 +62,48 @@ class JsonFormatter(logging.Formatter):
         try:
             return json.dumps(data, ensure_ascii=False, default=str)
         except Exception:  # never let one odd value kill logging (Dagster passes exotic objects)
-            return json.dumps({k: str(v) for k, v in data.items()}, ensure_ascii=False)
+            return json.dumps({k: scrub_text(str(v)) for k, v in data.items()}, ensure_ascii=False)
+
+
+class CurrentStdoutHandler(logging.StreamHandler):
+    """Writes to whatever `sys.stdout` is at emit time, not at creation.
+
+    A handler that kept the stream it was built with would keep writing to a
+    closed capture after `contextlib.redirect_stdout` (the demo) or a test
+    runner swapped stdout, and Dagster's own handler resolves `ext://sys.stdout`
+    per run: resolving late keeps both streams the same.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(sys.stdout)
+
+    @property
+    def stream(self):  # noqa: D401 - logging's attribute
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass  # always the current sys.stdout
 
 
 def configure(level: str = "INFO", stream=None) -> None:
-    """JSON lines on stdout for the `media_crawler` loggers (CLI commands)."""
-    handler = logging.StreamHandler(stream or sys.stdout)
+    """JSON lines for the `media_crawler` loggers (CLI commands): on `stream`, else the current stdout."""
+    handler = logging.StreamHandler(stream) if stream is not None else CurrentStdoutHandler()
     handler.setFormatter(JsonFormatter())
-    logger = logging.getLogger("media_crawler")
+    logger = logging.getLogger(ROOT_LOGGER)
     logger.handlers[:] = [handler]
     logger.setLevel(level)
     logger.propagate = False
+
+
+def ensure_configured(level: str = "INFO") -> None:
+    """Give the `media_crawler` loggers a JSON stdout handler unless a command already chose one.
+
+    Dagster step processes import the code location without running our CLI,
+    and the instance's python_logs handler only sees Dagster's own loggers
+    unless `managed_python_loggers` names ours, which would also copy every
+    item line into the event log. So the assets call this once per step.
+    """
+    logger = logging.getLogger(ROOT_LOGGER)
+    if not logger.handlers:
+        configure(level)

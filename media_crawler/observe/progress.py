@@ -50,7 +50,7 @@ class ProgressSnapshot:
         return max(self.total - self.done, 0) / self.items_per_s
 
     def describe(self) -> str:
-        """`download 12/40 items · 3.4 MB · 1.2 MB/s · ETA 0:23`"""
+        """`download 12/40 items, 3.4 MB, 1.2 MB/s, ETA 0:23`"""
         count = f"{self.done}/{self.total}" if self.total is not None else str(self.done)
         parts = [f"{self.label} {count} {self.unit}"]
         if self.bytes:
@@ -59,7 +59,7 @@ class ProgressSnapshot:
             parts.append(f"{self.items_per_s:.1f} {self.unit}/s")
         if self.eta_s is not None and self.done < (self.total or 0):
             parts.append("ETA " + clock_text(self.eta_s))
-        return " · ".join(parts)
+        return ", ".join(parts)
 
     def as_fields(self) -> dict:
         return {"items_done": self.done, "items_total": self.total, "unit": self.unit, "bytes": self.bytes,

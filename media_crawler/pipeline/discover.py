@@ -3,11 +3,16 @@ from __future__ import annotations
 
 import time
 
+from sqlalchemy import select
+
 from media_crawler.errors import CrawlError
 from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
 from media_crawler.observe.events import log_item
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler.recovery.crashpoints import AFTER_DISCOVERY_BATCH, crash_point
+from media_crawler.store import schema
+from media_crawler.store.ledger import FINISHED_STATES
 
 BATCH = 200
 
@@ -26,7 +31,10 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
     batch: list[MediaRecord] = []
 
     def flush() -> None:
+        flushed_at = time.time()
         summary = runtime.ledger.record_discovered(batch, source_key=source.key, day=day, run_id=run_id)
+        crash_point(AFTER_DISCOVERY_BATCH)
+        _log_discovered(runtime, batch, flushed_at)
         report.new += summary.new + summary.requeued
         report.skipped += summary.skipped_seen
         report.extra["items_in_progress"] = report.extra.get("items_in_progress", 0) + summary.in_progress
@@ -38,7 +46,8 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
             if isinstance(item, ItemError):
                 report.add_failure(item.item_id or source.key, item.error_class, item.message, "gone")
                 log_item(stage="fetch", platform=source.platform, canonical_url=item.item_id or "",
-                         outcome="failed", error_class=item.error_class, source=source.key, day=day)
+                         outcome="failed", error_class=item.error_class, message=item.message, source=source.key,
+                         day=day)
                 continue
             batch.append(item)
             if len(batch) >= BATCH:
@@ -51,11 +60,38 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
                                          raw_body=getattr(error, "raw_body", None), run_id=run_id)
         log_item(stage="fetch", platform=source.platform, canonical_url=source.key, outcome="failed",
                  error_class=error.error_class.value, platform_code=error.platform_code, message=error.message,
-                 source=source.key, day=day)
+                 duration_ms=(time.monotonic() - started) * 1000, source=source.key, day=day)
         raise
     runtime.ledger.resolve_feed_errors(source_key=source.key, day=day)
     report.durations_ms.append((time.monotonic() - started) * 1000)
     log_item(stage="fetch", platform=source.platform, canonical_url=source.key, outcome="ok",
-             duration_ms=round(report.durations_ms[0]), source=source.key, day=day, items_new=report.new,
+             duration_ms=report.durations_ms[0], source=source.key, day=day, items_new=report.new,
              items_skipped=report.skipped)
     return report
+
+
+def _log_discovered(runtime: Runtime, batch: list[MediaRecord], flushed_at: float) -> None:
+    """One fetch line per record of the batch, with the ledger row id it now has.
+
+    The page, not the item, is what was fetched, so per-item lines carry no
+    duration (the source-level line does); `skipped` means the seen-set or a
+    run in progress already holds the item.
+    """
+    if not batch:
+        return
+    T = schema.tasks
+    wanted = {(record.item_id, record.variant) for record in batch}
+    query = select(T.c.id, T.c.item_id, T.c.variant, T.c.state, T.c.attempts, T.c.discovered_at, T.c.queued_at).where(
+        T.c.platform == batch[0].platform, T.c.item_id.in_({item_id for item_id, _variant in wanted}))
+    with runtime.ledger.engine.connect() as conn:
+        rows = {(row.item_id, row.variant): row for row in conn.execute(query)}
+    for record in batch:
+        row = rows.get((record.item_id, record.variant))
+        if row is None:
+            continue
+        if row.state in FINISHED_STATES or (row.queued_at or 0) < flushed_at:
+            outcome, reason = "skipped", "seen" if row.state in FINISHED_STATES else "in_progress"
+        else:
+            outcome, reason = "ok", "new" if (row.discovered_at or 0) >= flushed_at else "requeued"
+        log_item(stage="fetch", platform=record.platform, canonical_url=record.canonical_url, outcome=outcome,
+                 task_id=row.id, attempt=row.attempts, reason=reason, state=row.state)

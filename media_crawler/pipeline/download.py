@@ -5,15 +5,17 @@ the same partition, or a worker restarted after a crash, never downloads an
 item another live worker holds; an expired lease means a dead worker and the
 item is claimable again. Per-item retries happen here, driven by the error
 taxonomy; what is still failing afterwards waits in `retry_wait` with a
-growing delay, so a platform answering 500 for an hour is retried gently
-across runs instead of burning every retry in its first minute.
+growing delay. When a whole platform is failing (recovery/outage.py), the
+stage stops handing its items out, so a platform answering 500 for an hour is
+retried gently across runs instead of burning every retry in its first minute.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-import uuid
 from dataclasses import dataclass, replace
+from typing import Any, Callable
 
 from media_crawler.download.fetcher import DownloadResult
 from media_crawler.download.pool import run_bounded
@@ -21,11 +23,14 @@ from media_crawler.download.retry import AttemptReport, download_with_retries
 from media_crawler.errors import CrawlError, ErrorClass, policy_for
 from media_crawler.http import Timeouts
 from media_crawler.models import DayWindow, Source
-from media_crawler.observe.events import log_item
-from media_crawler.observe.logging import WORKER
+from media_crawler.observe.events import correlation, current_correlation, log_item
 from media_crawler.observe.progress import LogSink, Progress
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler.recovery.crashpoints import AFTER_CLAIM, AFTER_DOWNLOAD_LEDGER, AFTER_PART_WRITE, crash_point
+from media_crawler.recovery.leases import release_dead_leases
+from media_crawler.recovery.liveness import lease_owner
+from media_crawler.recovery.outage import OutageBreaker
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, Ledger, Task
 
 LEASE_S = 120.0
@@ -47,6 +52,10 @@ class ItemOutcome:
     duration_ms: float
     already_stored: bool = False
     validator: str | None = None  # resume validator of a partial .part, kept for the next run
+    # What an `after_download` continuation did with the staged file (fetch-urls
+    # verifies and commits in the worker): `.values` overlay the downloaded row,
+    # `.emit()` logs its stage lines after the download line.
+    follow_up: Any = None
 
 
 class Heartbeat:
@@ -75,46 +84,98 @@ class Heartbeat:
 
 def download_partition(runtime: Runtime, source: Source | None, window: DayWindow | None,
                        run_id: str | None = None, workers: int | None = None,
-                       ignore_backoff: bool = False, progress_sinks: list | None = None) -> StageReport:
+                       ignore_backoff: bool = False, progress_sinks: list | None = None,
+                       after_download: Callable[[ItemOutcome], Any] | None = None,
+                       wait_threads: int = 0) -> StageReport:
     """Download every claimable item of the partition (every day of the source when
     window is None; every source when source is None too).
 
     ignore_backoff: also take retry_wait items whose delay has not passed (a
     step retry that already waited for them).
     progress_sinks: where progress goes (observe/progress.py); default a
-    periodic `progress` log event, which is what a Dagster run shows."""
+    periodic `progress` log event, which is what a Dagster run shows.
+    after_download: run in the worker thread right after a successful
+    download, with the item's outcome; its result becomes `follow_up` (the
+    verify and commit stages pipelined per item, batched in the same ledger
+    writes: fetch-urls).
+    wait_threads: threads beyond `workers` for items waiting out a retry
+    delay. At most `workers` items are worked on at once; an item sleeping
+    through a backoff or a Retry-After gives its turn to the next one, so a
+    server's pauses no longer hold back the rest of the list."""
     report = StageReport("download")
-    owner = f"{WORKER}:{(run_id or 'local')[:8]}:{uuid.uuid4().hex[:8]}"
+    # The owner names this process (host/pid/start), so a restart can tell at
+    # once that a predecessor's leases are dead instead of waiting LEASE_S.
+    owner = lease_owner(run_id)
+    release_dead_leases(runtime.ledger)
     tasks = runtime.ledger.claim(
         source_key=source.key if source else None, day=window.day.isoformat() if window else None,
         owner=owner, lease_s=LEASE_S, run_id=run_id, ignore_backoff=ignore_backoff,
     )
+    crash_point(AFTER_CLAIM)
+    # Largest first: long downloads start early and small ones fill in around
+    # them, so the stage does not end waiting on one big file started last.
+    tasks.sort(key=lambda task: -(task.expected_size or 0))
     halted: dict[str, CrawlError] = {}
+    breaker = OutageBreaker()
     pending_changes: list = []
 
+    ids = current_correlation()  # worker threads do not inherit the step's context variables
+    workers = workers or runtime.download_threads
+    turns = _Turns(workers) if wait_threads > 0 else None
+
     def work(task: Task) -> ItemOutcome:
-        return _download_one(runtime, task, source, halted)
+        with correlation(**ids), turns or contextlib.nullcontext():
+            item = _download_one(runtime, task, source, halted, breaker, sleep=turns.sleep if turns else time.sleep)
+            if after_download is not None and item.error is None and item.result is not None:
+                item.follow_up = after_download(item)
+            return item
 
     sinks = progress_sinks if progress_sinks is not None else [LogSink(stage="download")]
     with Heartbeat(runtime.ledger, owner, LEASE_S), Progress("download", len(tasks), sinks=sinks) as progress:
-        for outcome in run_bounded(work, tasks, workers=workers or runtime.download_threads):
+        for outcome in run_bounded(work, tasks, workers=workers + max(wait_threads, 0)):
             if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
                 error = CrawlError(ErrorClass.STORAGE_ERROR, f"unexpected {type(outcome.error).__name__}: {outcome.error}")
                 item = ItemOutcome(outcome.item, None, error, outcome.item.attempts + 1, time.time(), 0.0)
             else:
                 item = outcome.result
-            pending_changes.append(_record(report, item, halted))
+            task_id, _, values = _record(report, item, halted)
+            # Guarded by our lease: if it was taken over, the new holder's result wins.
+            pending_changes.append((task_id, owner, values))
             progress.advance(bytes=item.result.bytes_received if item.result else 0)
             if len(pending_changes) >= FLUSH_EVERY:
                 runtime.ledger.apply(pending_changes)
                 pending_changes.clear()
+                crash_point(AFTER_DOWNLOAD_LEDGER)
         runtime.ledger.apply(pending_changes)
+        crash_point(AFTER_DOWNLOAD_LEDGER)
     if halted:
         report.extra["platforms_halted"] = len(halted)
     return report
 
 
-def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: dict[str, CrawlError]) -> ItemOutcome:
+class _Turns:
+    """At most `limit` items worked on at once; a retry delay is slept without a turn."""
+
+    def __init__(self, limit: int) -> None:
+        self._semaphore = threading.BoundedSemaphore(limit)
+
+    def __enter__(self) -> "_Turns":
+        self._semaphore.acquire()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._semaphore.release()
+
+    def sleep(self, seconds: float) -> None:
+        self._semaphore.release()
+        try:
+            time.sleep(seconds)
+        finally:
+            self._semaphore.acquire()
+
+
+def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: dict[str, CrawlError],
+                  breaker: OutageBreaker, sleep: Callable[[float], None] = time.sleep) -> ItemOutcome:
     started = time.time()
     if task.platform in halted:
         return ItemOutcome(task, None, halted[task.platform], task.attempts, started, 0.0)
@@ -154,13 +215,17 @@ def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: d
             allowed_hosts=runtime.allowed_hosts(task.platform, source.ident if source else None),
             headers=adapter.download_headers(record), timeouts=Timeouts(), validator=task.etag,
             platform=task.platform, budget=runtime.budget, resolve=resolve if task.resolve_ref else None,
-            max_attempts=IN_STEP_ATTEMPTS, on_attempt=on_attempt,
+            max_attempts=IN_STEP_ATTEMPTS, on_attempt=on_attempt, sleep=sleep,
         )
         error = None
+        crash_point(AFTER_PART_WRITE)
     except CrawlError as exc:
         result, error = None, exc
         if exc.policy.stops_platform or exc.policy.stops_admission:
             halted.setdefault(task.platform, exc)
+    if breaker.record(task.platform, error):
+        # The platform is down, not this item: stop handing its items out this run.
+        halted.setdefault(task.platform, error)
     duration = (time.time() - started) * 1000
     return ItemOutcome(task, result, error, task.attempts + max(attempts["n"], 1), started, duration,
                        validator=attempts["validator"])
@@ -185,8 +250,12 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
         log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="ok",
                  task_id=task.id, attempt=item.attempts, duration_ms=item.duration_ms,
                  bytes=result.size, bytes_received=result.bytes_received, resumed_from=result.resumed_from or None)
-        values = Ledger.downloaded(result.sha256, result.size, result.validator, item.started_at)
-        return (task.id, None, {**values, "attempts": item.attempts})
+        values = {**Ledger.downloaded(result.sha256, result.size, result.validator, item.started_at),
+                  "attempts": item.attempts}
+        if item.follow_up is not None:
+            values.update(item.follow_up.values)
+            item.follow_up.emit()
+        return (task.id, None, values)
     error = item.error
     if task.platform in halted and error is halted[task.platform] and item.duration_ms == 0.0:
         # Not attempted: the platform (or the disk) stopped this run. Hand it back untouched.

@@ -1,20 +1,36 @@
 """A URL list through all four stages in one process, without Dagster.
 
 The stages are the pipeline's own (discover, download, verify, commit); only
-the orchestration differs: one call instead of four assets.
+the orchestration differs. Under Dagster each stage is an asset that runs over
+the whole partition before the next starts. Here verify and commit are
+pipelined per item inside the download worker (`after_download`): a file is
+checked and linked into the store while it is still in the page cache, and
+the row's transitions downloading → downloaded → verified → committed land
+together in the download stage's batched ledger writes (one executemany per
+100 items), each stage still logging its own line per item.
+
+Afterwards the ordinary verify and commit stages run over the list's rows, so
+rows an interrupted earlier run (or a Dagster run) left downloaded or verified
+are finished too.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from media_crawler.config import CrawlConfig
 from media_crawler.errors import CrawlError
+from media_crawler.http import make_session
 from media_crawler.models import DayWindow, Source
+from media_crawler.observe.events import log_item
 from media_crawler.pipeline.discover import discover
-from media_crawler.pipeline.download import download_partition
+from media_crawler.pipeline.download import ItemOutcome, download_partition
 from media_crawler.pipeline.runtime import Runtime
-from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
-from media_crawler.store.ledger import FINISHED_STATES
+from media_crawler.pipeline.verify_commit import MAX_TOTAL_ATTEMPTS, commit_partition, verify_partition
+from media_crawler.recovery.crashpoints import AFTER_LINK_BEFORE_LEDGER, AFTER_VERIFY, crash_point
+from media_crawler.store.ledger import COMMITTED, FINISHED_STATES, Ledger
+from media_crawler.verify.verify import verify_file
 
 
 @dataclass
@@ -35,15 +51,88 @@ class ListSummary:
 
 def fetch_list(config: CrawlConfig, source: Source, window: DayWindow, workers: int = 8) -> ListSummary:
     runtime = Runtime.from_config(config)
+    # A connection per request in flight: a pool smaller than `workers` would
+    # open (and throw away) a new connection for every request past its size.
+    runtime.session = make_session(pool_size=max(16, 2 * workers))
     summary = ListSummary()
     try:
         discover(runtime, source, window)
     except CrawlError as error:
         summary.feed_error = f"{error.error_class.value}: {error.message}"
     # Items of earlier runs over the same list (other days) count too: every day of the source.
-    download = download_partition(runtime, source, None, workers=workers, ignore_backoff=True)
+    # `workers` requests in flight; as many threads again for items sleeping
+    # through a Retry-After or a backoff, so those never stall the list.
+    download = download_partition(runtime, source, None, workers=workers, ignore_backoff=True,
+                                  after_download=lambda item: verify_and_commit(runtime, item),
+                                  wait_threads=int(__import__("os").environ.get("MC_WAIT", workers)))
     summary.downloaded_bytes = download.bytes
     verify_partition(runtime, source, None)
     commit_partition(runtime, source, None)
     summary.states = runtime.ledger.state_counts()
     return summary
+
+
+@dataclass
+class StagedOutcome:
+    """Verify and commit of one freshly downloaded item: the ledger values that
+    overlay its `downloaded` row, and the stage lines to log after the download line."""
+
+    values: dict[str, Any]
+    lines: list[dict[str, Any]]
+
+    def emit(self) -> None:
+        for fields in self.lines:
+            log_item(**fields)
+
+
+def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> StagedOutcome:
+    """Stages 3 and 4 for one item, in the download worker, on the .part it just wrote.
+
+    Same checks, same store and same failure semantics as verify_partition and
+    commit_partition (a verify failure drops the .part and sends the item back
+    to the download stage; a commit failure takes the class's final state).
+    One difference, and why it is safe: the store does not re-hash the .part.
+    Its sha256 was computed by this worker over the very bytes it wrote and
+    fsynced a moment ago, and the staging name belongs to this task's lease, so
+    nothing else has written to it; a re-read would come from the page cache
+    and prove nothing more. For the same reason it is not fsynced twice: the
+    downloader fsynced it after its last write. (commit_partition, which takes
+    .parts of earlier runs, still re-hashes and fsyncs.)
+    """
+    task, result = item.task, item.result
+    part = runtime.store.staging_path(task.staging_name)
+    where = {"platform": task.platform, "canonical_url": task.canonical_url, "task_id": task.id}
+    started = time.monotonic()
+    try:
+        verify_file(part, kind=task.kind, expected_size=task.expected_size, expected_sha256=task.expected_sha256,
+                    actual_sha256=result.sha256, max_bytes=runtime.config.max_item_bytes)
+    except CrawlError as error:
+        part.unlink(missing_ok=True)
+        attempts = item.attempts + 1
+        retry_at = time.time() if error.policy.retryable and attempts < MAX_TOTAL_ATTEMPTS else None
+        values = Ledger.failed(error, attempts, retry_at)
+        return StagedOutcome(values, [dict(
+            where, stage="verify", outcome="failed", error_class=error.error_class.value, message=error.message,
+            attempt=attempts, duration_ms=(time.monotonic() - started) * 1000, bytes=result.size,
+            final_state=values["state"])])
+    verified_at = time.time()
+    lines = [dict(where, stage="verify", outcome="ok", attempt=item.attempts,
+                  duration_ms=(time.monotonic() - started) * 1000, bytes=result.size)]
+    crash_point(AFTER_VERIFY)
+    started = time.monotonic()
+    try:
+        stored = runtime.store.commit(part, result.sha256, verify_hash=False, synced=True)
+    except CrawlError as error:
+        values = {"verified_at": verified_at, **Ledger.failed(error, item.attempts + 1, None)}
+        lines.append(dict(where, stage="commit", outcome="failed", error_class=error.error_class.value,
+                          message=error.message, attempt=item.attempts + 1,
+                          duration_ms=(time.monotonic() - started) * 1000, bytes=result.size,
+                          final_state=values["state"]))
+        return StagedOutcome(values, lines)
+    crash_point(AFTER_LINK_BEFORE_LEDGER)  # the next run finds the blob and only updates the row
+    lines.append(dict(where, stage="commit", outcome="ok", attempt=item.attempts, sha256=result.sha256,
+                      bytes=stored.size, deduplicated=not stored.created,
+                      duration_ms=(time.monotonic() - started) * 1000))
+    values = {"state": COMMITTED, "verified_at": verified_at, "committed_at": time.time(), "error_class": None,
+              "error_code": None, "error_message": None}
+    return StagedOutcome(values, lines)

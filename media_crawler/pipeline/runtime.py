@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass, field
 import requests
 
 from media_crawler.config import CrawlConfig
+from media_crawler.deploy.workers import WorkerPlan
 from media_crawler.models import Source
-from media_crawler.observe.scrub import register_secret
+from media_crawler.observe.scrub import register_environment_secrets
 from media_crawler.platforms.base import PlatformAdapter
 from media_crawler.store.cas import BlobStore
 from media_crawler.store.ledger import Ledger
@@ -32,10 +32,12 @@ class Runtime:
     def from_config(cls, config: CrawlConfig) -> "Runtime":
         from media_crawler.http import make_session
 
-        for settings in config.platforms.values():
-            for env_name in settings.credential_env.values():
-                register_secret(os.environ.get(env_name))
-        threads = max(4, 4 * config.workers)
+        # Adapters fall back to default variable names, so those are masked too.
+        register_environment_secrets(
+            env_name for settings in config.platforms.values() for env_name in settings.credential_env.values())
+        # A worker (one run, one partition at a time) downloads with a fixed number
+        # of threads; `workers: N` adds run slots, not threads (deploy/workers.py).
+        threads = WorkerPlan(config.workers).download_threads
         return cls(
             config=config,
             ledger=Ledger(config.ledger_url),
@@ -58,7 +60,20 @@ class Runtime:
     def transport(self):
         from media_crawler.platforms.transport import RequestsTransport
 
-        return RequestsTransport(session=self.session, before_request=self.budget.acquire)
+        return RequestsTransport(session=self.session, before_request=self.budget.acquire,
+                                 after_response=self._heed_usage_headers)
+
+    def _heed_usage_headers(self, platform: str, response) -> None:
+        """Facebook reports how close we are to its limits on every answer:
+        slow the shared budget before it starts refusing, not after."""
+        if platform != "facebook":
+            return
+        from media_crawler.platforms.facebook.usage import SLOWDOWN_FROM, usage_from_headers
+
+        usage = usage_from_headers(response.headers)
+        if usage is not None and usage.pressure > SLOWDOWN_FROM:
+            factor = max(0.1, 1.0 - usage.pressure / 100.0)
+            self.budget.penalize(platform, factor=factor, seconds=max(60.0, usage.delay_s))
 
     def adapter(self, platform: str) -> PlatformAdapter:
         from media_crawler.platforms.registry import build_adapter

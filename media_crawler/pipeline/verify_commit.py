@@ -15,23 +15,36 @@ from media_crawler.models import DayWindow, Source
 from media_crawler.observe.events import log_item
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler.recovery.crashpoints import AFTER_COMMIT_LEDGER, AFTER_LINK_BEFORE_LEDGER, AFTER_VERIFY, crash_point
+from media_crawler.recovery.leases import LeaseKeeper, claim_in_state, release_values
+from media_crawler.recovery.liveness import lease_owner
+from media_crawler.verify.verify import verify_file
 from media_crawler.store.ledger import DISCOVERED, DOWNLOADED, VERIFIED, Ledger, Task
 
 MAX_TOTAL_ATTEMPTS = 8
 
 
 def verify_partition(runtime: Runtime, source: Source | None, window: DayWindow | None) -> StageReport:
-    from media_crawler.verify.verify import verify_file
+    # Leased, so a second run of the partition at the same time verifies other rows, not these.
+    owner = lease_owner(None)
+    with LeaseKeeper(runtime.ledger, owner):
+        report, changes = _verify(runtime, _claim(runtime.ledger, source, window, DOWNLOADED, owner))
+        crash_point(AFTER_VERIFY)
+        _apply_as(runtime.ledger, owner, changes)
+    return report
 
+
+def _verify(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
     report = StageReport("verify")
     changes = []
-    for task in _tasks_in(runtime.ledger, source, window, DOWNLOADED):
+    for task in tasks:
         part = runtime.store.staging_path(task.staging_name)
         started = time.monotonic()
         if not part.exists():
             # The staged bytes vanished (reconcile, a crash before fsync): download again.
             changes.append((task.id, None, {"state": DISCOVERED, "sha256": None, "size": None}))
             report.add_failure(task.canonical_url, "storage_error", "staged file missing; re-queued", DISCOVERED)
+            _log_requeued("verify", task)
             continue
         try:
             verify_file(part, kind=task.kind, expected_size=task.expected_size,
@@ -45,23 +58,32 @@ def verify_partition(runtime: Runtime, source: Source | None, window: DayWindow 
             report.add_failure(task.canonical_url, error.error_class.value, error.message, values["state"])
             _count_unfinished(report, values["state"])
             log_item(stage="verify", platform=task.platform, canonical_url=task.canonical_url, outcome="failed",
-                     error_class=error.error_class.value, message=error.message, task_id=f"t_{task.id}",
-                     attempt=attempts)
+                     error_class=error.error_class.value, message=error.message, task_id=task.id,
+                     attempt=attempts, duration_ms=(time.monotonic() - started) * 1000, bytes=task.size,
+                     final_state=values["state"])
             continue
         duration = (time.monotonic() - started) * 1000
         report.ok += 1
         report.durations_ms.append(duration)
         changes.append((task.id, None, {"state": VERIFIED, "verified_at": time.time()}))
         log_item(stage="verify", platform=task.platform, canonical_url=task.canonical_url, outcome="ok",
-                 task_id=f"t_{task.id}", duration_ms=round(duration, 1), bytes=task.size)
-    runtime.ledger.apply(changes)
-    return report
+                 task_id=task.id, attempt=task.attempts, duration_ms=duration, bytes=task.size)
+    return report, changes
 
 
 def commit_partition(runtime: Runtime, source: Source | None, window: DayWindow | None) -> StageReport:
+    owner = lease_owner(None)
+    with LeaseKeeper(runtime.ledger, owner):
+        report, changes = _commit(runtime, _claim(runtime.ledger, source, window, VERIFIED, owner))
+        _apply_as(runtime.ledger, owner, changes)
+        crash_point(AFTER_COMMIT_LEDGER)
+    return report
+
+
+def _commit(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
     report = StageReport("commit")
     changes = []
-    for task in _tasks_in(runtime.ledger, source, window, VERIFIED):
+    for task in tasks:
         part = runtime.store.staging_path(task.staging_name)
         started = time.monotonic()
         try:
@@ -70,15 +92,19 @@ def commit_partition(runtime: Runtime, source: Source | None, window: DayWindow 
             if not part.exists() and not runtime.store.has(task.sha256):
                 changes.append((task.id, None, {"state": DISCOVERED, "sha256": None, "size": None}))
                 report.add_failure(task.canonical_url, "storage_error", "staged file missing; re-queued", DISCOVERED)
+                _log_requeued("commit", task)
                 continue
             result = runtime.store.commit(part, task.sha256)
+            crash_point(AFTER_LINK_BEFORE_LEDGER)  # the next run finds the blob and only updates the row
         except CrawlError as error:
             values = Ledger.failed(error, task.attempts + 1, None)
             changes.append((task.id, None, values))
             report.add_failure(task.canonical_url, error.error_class.value, error.message, values["state"])
             _count_unfinished(report, values["state"])
             log_item(stage="commit", platform=task.platform, canonical_url=task.canonical_url, outcome="failed",
-                     error_class=error.error_class.value, message=error.message, task_id=f"t_{task.id}")
+                     error_class=error.error_class.value, message=error.message, task_id=task.id,
+                     attempt=task.attempts + 1, duration_ms=(time.monotonic() - started) * 1000, bytes=task.size,
+                     final_state=values["state"])
             if error.policy.stops_admission:
                 break  # disk full or failing: stop touching the store
             continue
@@ -92,15 +118,19 @@ def commit_partition(runtime: Runtime, source: Source | None, window: DayWindow 
         changes.append((task.id, None, {"state": "committed", "committed_at": time.time(), "error_class": None,
                                         "error_code": None, "error_message": None}))
         log_item(stage="commit", platform=task.platform, canonical_url=task.canonical_url, outcome="ok",
-                 task_id=f"t_{task.id}", sha256=task.sha256, bytes=result.size, deduplicated=not result.created,
-                 duration_ms=round(duration, 1))
-    runtime.ledger.apply(changes)
-    return report
+                 task_id=task.id, attempt=task.attempts, sha256=task.sha256, bytes=result.size,
+                 deduplicated=not result.created, duration_ms=duration)
+    return report, changes
 
 
-def _tasks_in(ledger: Ledger, source: Source | None, window: DayWindow | None, state: str) -> list[Task]:
-    return ledger.tasks(source_key=source.key if source else None, day=window.day.isoformat() if window else None,
-                        states=[state])
+def _claim(ledger: Ledger, source: Source | None, window: DayWindow | None, state: str, owner: str) -> list[Task]:
+    return claim_in_state(ledger, state, source_key=source.key if source else None,
+                          day=window.day.isoformat() if window else None, owner=owner)
+
+
+def _apply_as(ledger: Ledger, owner: str, changes: list) -> None:
+    """Apply the stage's transitions only where `owner` still holds the lease, and end it."""
+    ledger.apply([(task_id, owner, {**values, **release_values()}) for task_id, _owner, values in changes])
 
 
 def _count_unfinished(report: StageReport, state: str) -> None:
@@ -108,3 +138,9 @@ def _count_unfinished(report: StageReport, state: str) -> None:
         report.gone += 1
     else:
         report.still_unfinished += 1
+
+
+def _log_requeued(stage: str, task: Task) -> None:
+    log_item(stage=stage, platform=task.platform, canonical_url=task.canonical_url, outcome="requeued",
+             task_id=task.id, attempt=task.attempts, duration_ms=0.0, error_class="storage_error",
+             message="staged file missing; sent back to the download stage")

@@ -32,6 +32,7 @@ class FaultBook:
         self.fault_rate = fault_rate
         self._planned: dict[str, str] = {}
         self._attempts: Counter[str] = Counter()
+        self._outages: dict[str, int] = {}  # platform -> status every media GET of it gets
         self._lock = threading.Lock()
 
     def plan(self, path: str, fault: str) -> None:
@@ -62,6 +63,20 @@ class FaultBook:
     def _draw(self, path: str, attempt: int) -> float:
         digest = hashlib.sha256(f"{self._seed}|{path}|{attempt}".encode()).digest()
         return int.from_bytes(digest[:8], "big") / 2**64
+
+    def set_outage(self, platform: str, status: int | None) -> None:
+        """Answer every media request of `platform` with `status` (an outage), until None."""
+        with self._lock:
+            if status:
+                self._outages[platform] = int(status)
+            else:
+                self._outages.pop(platform, None)
+
+    def outage(self, platform: str) -> int | None:
+        return self._outages.get(platform)
+
+    def outages(self) -> dict[str, int]:
+        return dict(self._outages)
 
     def reset(self) -> None:
         with self._lock:

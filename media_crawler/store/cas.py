@@ -58,8 +58,14 @@ class BlobStore:
     def has(self, sha256: str) -> bool:
         return self.path_for(sha256).is_file()
 
-    def commit(self, staged: Path, sha256: str, *, verify_hash: bool = True) -> CommitResult:
-        """Move a verified staging file into the store under its hash."""
+    def commit(self, staged: Path, sha256: str, *, verify_hash: bool = True, synced: bool = False) -> CommitResult:
+        """Move a verified staging file into the store under its hash.
+
+        verify_hash=False: the caller computed `sha256` over the very bytes it
+        wrote to `staged` (the downloader hashes while streaming), so a re-read
+        would only re-hash the page cache. synced=True: the caller fsynced
+        `staged` after its last write. The link's directory is fsynced either way.
+        """
         target = self.path_for(sha256)
         try:
             if target.exists():
@@ -70,7 +76,8 @@ class BlobStore:
             size = staged.stat().st_size
             if verify_hash and file_sha256(staged) != sha256:
                 raise CrawlError(ErrorClass.HASH_MISMATCH, "staged bytes do not hash to the expected name")
-            _fsync_file(staged)
+            if not synced:
+                _fsync_file(staged)
             target.parent.mkdir(parents=True, exist_ok=True)
             try:
                 os.link(staged, target)

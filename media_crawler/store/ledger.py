@@ -11,10 +11,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, bindparam, func, or_, select, update
 
 from media_crawler.errors import CrawlError, FinalState
 from media_crawler.models import MediaRecord, iso_utc
+from media_crawler.recovery.crashpoints import MID_LEDGER_BATCH, crash_point
 from media_crawler.store import schema
 from media_crawler.store.database import get_engine, migrate
 
@@ -100,33 +101,70 @@ class Ledger:
         summary = DiscoverySummary()
         now = time.time()
         with self.engine.begin() as conn:
+            # Batched: one look-up for the batch, one multi-row insert, one
+            # executemany per kind of update; never a statement per record.
+            existing = _existing_rows(conn, records)
+            fresh: dict[tuple[str, str, str], MediaRecord] = {}
+            latest_url: dict[tuple[str, str, str], MediaRecord] = {}
+            updates: list[tuple[int, str | None, Mapping[str, Any]]] = []
             for record in records:
-                existing = conn.execute(
-                    select(T.c.id, T.c.state).where(
-                        T.c.platform == record.platform, T.c.item_id == record.item_id, T.c.variant == record.variant
-                    )
-                ).first()
-                if existing is None:
-                    conn.execute(T.insert().values(
-                        **_record_columns(record), source_key=source_key, day=day, state=DISCOVERED, attempts=0,
-                        run_id=run_id, discovered_at=now, queued_at=now, resolved_at=now, updated_at=now,
-                    ))
-                    summary.new += 1
-                elif existing.state in FINISHED_STATES:
-                    summary.skipped_seen += 1
-                else:
-                    values: dict[str, Any] = {
-                        "media_url": record.media_url, "backup_urls": json.dumps(list(record.backup_urls)),
-                        "resolved_at": now, "updated_at": now,
-                    }
-                    if existing.state in (FAILED, RETRY_WAIT):
-                        # A new run of the partition gives failed items a fresh budget.
-                        values.update(state=DISCOVERED, attempts=0, next_attempt_at=None, queued_at=now)
-                        summary.requeued += 1
-                    else:
+                key = _identity(record)
+                row = existing.get(key)
+                if row is None:
+                    if key in fresh:  # listed twice in one batch: one row, the later URL
+                        latest_url[key] = record
                         summary.in_progress += 1
-                    conn.execute(update(T).where(T.c.id == existing.id).values(**values))
+                    else:
+                        fresh[key] = record
+                    continue
+                row_id, state = row
+                if state in FINISHED_STATES:
+                    summary.skipped_seen += 1
+                    continue
+                values: dict[str, Any] = {
+                    "media_url": record.media_url, "backup_urls": json.dumps(list(record.backup_urls)),
+                    "resolved_at": now, "updated_at": now,
+                }
+                if state in (FAILED, RETRY_WAIT):
+                    # A new run of the partition gives failed items a fresh budget.
+                    values.update(state=DISCOVERED, attempts=0, next_attempt_at=None, queued_at=now)
+                    summary.requeued += 1
+                    existing[key] = (row_id, DISCOVERED)  # listed twice: the second is in progress
+                else:
+                    summary.in_progress += 1
+                updates.append((row_id, None, values))
+            rows = []
+            for key, record in fresh.items():
+                columns = _record_columns(record)
+                if key in latest_url:
+                    later = latest_url[key]
+                    columns.update(media_url=later.media_url, backup_urls=json.dumps(list(later.backup_urls)))
+                rows.append(_new_row(columns, source_key=source_key, day=day, run_id=run_id, now=now))
+            inserted = _insert_absent(conn, rows)
+            summary.new += len(inserted)
+            summary.in_progress += len(rows) - len(inserted)  # a concurrent run inserted them first
+            _update_many(conn, updates, now)
         return summary
+
+    def insert_if_absent(
+        self, records: Sequence[MediaRecord], *, source_key: str, day: str, run_id: str | None = None
+    ) -> list[MediaRecord]:
+        """Insert, in state discovered, the records whose identity (platform,
+        item_id, variant) the ledger does not hold yet; return those inserted.
+
+        One multi-row `INSERT ... ON CONFLICT DO NOTHING` (SQLite and
+        PostgreSQL alike): rows already present, including ones a concurrent
+        transaction just inserted, are left exactly as they are.
+        """
+        now = time.time()
+        by_key: dict[tuple[str, str, str], MediaRecord] = {}
+        for record in records:
+            by_key.setdefault(_identity(record), record)
+        rows = [_new_row(_record_columns(record), source_key=source_key, day=day, run_id=run_id, now=now)
+                for record in by_key.values()]
+        with self.engine.begin() as conn:
+            inserted = _insert_absent(conn, rows)
+        return [record for key, record in by_key.items() if key in inserted]
 
     # -- claims and leases ---------------------------------------------------
     def claim(
@@ -173,12 +211,15 @@ class Ledger:
         the other owner's result wins, so two runs never both advance it."""
         changed = 0
         now = time.time()
+        changes = list(changes)
+        half = len(changes) // 2
         with self.engine.begin() as conn:
-            for task_id, owner, values in changes:
-                stmt = update(T).where(T.c.id == task_id)
-                if owner is not None:
-                    stmt = stmt.where(T.c.lease_owner == owner)
-                changed += conn.execute(stmt.values(updated_at=now, **values)).rowcount
+            # Consecutive changes of one shape (same columns, guarded or not) go
+            # out as one executemany: thousands of rows cost a few statements.
+            changed += _update_many(conn, changes[:half], now)
+            if half:
+                crash_point(MID_LEDGER_BATCH)  # recovery tests: the transaction must roll back whole
+            changed += _update_many(conn, changes[half:], now)
         return changed
 
     @staticmethod
@@ -274,3 +315,88 @@ def _record_columns(record: MediaRecord) -> dict[str, Any]:
         "meta": json.dumps(dict(record.meta), ensure_ascii=False, default=str),
         "expected_sha256": record.expected_sha256, "expected_size": record.expected_size,
     }
+
+
+def _identity(record: MediaRecord) -> tuple[str, str, str]:
+    return (record.platform, record.item_id, record.variant)
+
+
+def _new_row(columns: dict[str, Any], *, source_key: str, day: str, run_id: str | None, now: float) -> dict[str, Any]:
+    return {**columns, "source_key": source_key, "day": day, "state": DISCOVERED, "attempts": 0, "run_id": run_id,
+            "discovered_at": now, "queued_at": now, "resolved_at": now, "updated_at": now}
+
+
+_LOOKUP_CHUNK = 500  # item ids per IN (...): far below every database's parameter limit
+
+
+def _existing_rows(conn, records: Sequence[MediaRecord]) -> dict[tuple[str, str, str], tuple[int, str]]:
+    """(platform, item_id, variant) -> (id, state) for the records the ledger already holds."""
+    wanted: dict[str, set[str]] = {}
+    for record in records:
+        wanted.setdefault(record.platform, set()).add(record.item_id)
+    found: dict[tuple[str, str, str], tuple[int, str]] = {}
+    for platform, item_ids in wanted.items():
+        ids = sorted(item_ids)
+        for start in range(0, len(ids), _LOOKUP_CHUNK):
+            query = select(T.c.id, T.c.state, T.c.item_id, T.c.variant).where(
+                T.c.platform == platform, T.c.item_id.in_(ids[start:start + _LOOKUP_CHUNK]))
+            for row in conn.execute(query):
+                found[(platform, row.item_id, row.variant)] = (row.id, row.state)
+    return found
+
+
+def _insert_absent(conn, rows: Sequence[Mapping[str, Any]]) -> set[tuple[str, str, str]]:
+    """INSERT ... ON CONFLICT (identity) DO NOTHING for many rows; the identities inserted."""
+    if not rows:
+        return set()
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    elif conn.dialect.name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    else:
+        raise NotImplementedError(f"insert-if-absent is written for SQLite and PostgreSQL, not {conn.dialect.name}")
+    inserted: set[tuple[str, str, str]] = set()
+    columns = sorted({name for row in rows for name in row})
+    stmt = (dialect_insert(T).on_conflict_do_nothing(index_elements=["platform", "item_id", "variant"])
+            .returning(T.c.platform, T.c.item_id, T.c.variant))
+    # executemany with RETURNING: SQLAlchemy batches it into multi-row VALUES
+    # ("insertmanyvalues"), and only rows that were really inserted come back.
+    result = conn.execute(stmt, [{name: row.get(name) for name in columns} for row in rows])
+    for platform, item_id, variant in result:
+        inserted.add((platform, item_id, variant))
+    return inserted
+
+
+def _update_many(conn, changes: Sequence[tuple[int, str | None, Mapping[str, Any]]], now: float) -> int:
+    """Ledger.apply's statements: each run of consecutive changes with the same
+    columns (and owner guard or none) is one executemany of one UPDATE."""
+    changed = 0
+    start = 0
+    while start < len(changes):
+        shape = _shape(changes[start])
+        end = start + 1
+        while end < len(changes) and _shape(changes[end]) == shape:
+            end += 1
+        guarded, names = shape
+        stmt = update(T).where(T.c.id == bindparam("b_task_id"))
+        if guarded:
+            stmt = stmt.where(T.c.lease_owner == bindparam("b_owner"))
+        stmt = stmt.values({**{name: bindparam(f"v_{name}") for name in names},
+                            "updated_at": bindparam("v_updated_at")})
+        params = []
+        for task_id, owner, values in changes[start:end]:
+            row = {"b_task_id": task_id, "v_updated_at": values.get("updated_at", now)}
+            if guarded:
+                row["b_owner"] = owner
+            for name in names:
+                row[f"v_{name}"] = values[name]
+            params.append(row)
+        result = conn.execute(stmt, params[0] if len(params) == 1 else params)
+        changed += max(result.rowcount, 0)
+        start = end
+    return changed
+
+
+def _shape(change: tuple[int, str | None, Mapping[str, Any]]) -> tuple[bool, tuple[str, ...]]:
+    _task_id, owner, values = change
+    return (owner is not None, tuple(sorted(values)))

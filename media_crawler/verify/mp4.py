@@ -42,15 +42,21 @@ def walk_top_level_boxes(path: str | os.PathLike) -> list[Box]:
     return boxes
 
 
-def verify_mp4(path: str | os.PathLike) -> list[Box]:
-    """Raise CrawlError(corrupt_media) unless the file is a structurally whole MP4 or DASH segment."""
+def verify_mp4(path: str | os.PathLike, *, require_movie: bool = True) -> list[Box]:
+    """Raise CrawlError(corrupt_media) unless the file is a structurally whole MP4 or DASH segment.
+
+    require_movie=False accepts a file without moov/moof/sidx as long as its
+    boxes are whole and add up (a missing moov is what a progressive MP4 cut
+    before its index looks like; for bytes whose announced sha256 matched, no
+    cut is possible, and the file is exactly what the source published).
+    """
     boxes = walk_top_level_boxes(path)
     if not boxes:
         raise CrawlError(ErrorClass.CORRUPT_MEDIA, "empty MP4")
     types = [box.type for box in boxes]
     if types[0] not in FIRST_BOX_TYPES:
         raise CrawlError(ErrorClass.CORRUPT_MEDIA, f"MP4 starts with {types[0]!r}, not ftyp/styp")
-    if not any(t in MOVIE_BOX_TYPES for t in types):
+    if require_movie and not any(t in MOVIE_BOX_TYPES for t in types):
         raise CrawlError(ErrorClass.CORRUPT_MEDIA, "MP4 has no moov (or moof/sidx for a fragment)")
     if types[0] in SEGMENT_FIRST_BOX_TYPES and "moof" not in types:
         raise CrawlError(ErrorClass.CORRUPT_MEDIA, "DASH segment has no moof")

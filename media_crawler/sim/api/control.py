@@ -7,6 +7,8 @@
   entries with the failure each one plays.
 - GET /_sim/stats (`?reset=1` to reset after reading), POST /_sim/stats/reset: resets
   the counters and the per-URL fault attempts (so "fails once" fails once again).
+- POST /_sim/faults?platform=weibo&status=500: every media request of that platform
+  answers 500 until POST /_sim/faults?platform=weibo&status=0; GET /_sim/faults lists them.
 """
 from __future__ import annotations
 
@@ -31,6 +33,14 @@ class ControlApi:
             if request.param("reset") == "1":
                 self.reset()
             return json_response(snapshot)
+        if subpath == "/faults" and request.method == "POST":
+            platform, status = request.param("platform"), request.param("status") or "0"
+            if not platform or not status.isdigit():
+                return json_response({"error": "want ?platform=NAME&status=CODE (0 clears)"}, status=400)
+            self.fault_book.set_outage(platform, int(status))
+            return json_response({"outages": self.fault_book.outages()})
+        if subpath == "/faults" and request.method in ("GET", "HEAD"):
+            return json_response({"outages": self.fault_book.outages()})
         if subpath == "/stats/reset" and request.method == "POST":
             self.reset()
             return json_response({"reset": True})

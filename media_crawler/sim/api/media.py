@@ -47,6 +47,9 @@ class MediaFiles:
         refusal = self.cdn.refusal(file, dict(request.pairs), request.headers)
         if refusal is not None:
             return text_response(403, f"403 Forbidden: {refusal}\n", "text/html; charset=utf-8")
+        outage = self.fault_book.outage(file.platform)
+        if outage:  # a platform-wide outage (POST /_sim/faults) wins over per-file faults
+            return text_response(outage, f"{outage} platform outage (simulated)\n")
         if request.method == "GET":
             fault = self.fault_book.next_fault(request.path)
         else:

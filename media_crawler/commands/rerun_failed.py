@@ -1,0 +1,121 @@
+"""`media-crawler rerun-failed [--since 24h] [--dry-run]`: run again what did not finish.
+
+What it picks up:
+- partitions whose latest Dagster run failed, among runs updated within --since
+  (a partition that failed and later succeeded, or is running now, is skipped);
+- partitions whose ledger still holds unfinished items, whatever Dagster says
+  (a run killed before it could fail, items left by a restore).
+Runs that a killed process left STARTED are marked failed first (recovery/runs.py),
+so they count as failed instead of blocking the partition as "running".
+
+Why a fresh, full-partition run instead of Dagster's "re-execute from failure":
+every stage redoes only the partition's unfinished rows (the ledger says which),
+so re-running the whole partition costs one walk of the feed and no-op stages
+for what is done; it needs no reconstructable job and no `__main__` guard, it
+works for runs started by `dagster asset materialize` (which have no remote
+origin, so GraphQL re-execution refuses them), and the partition tag is set
+explicitly (re-execution does not inherit it). The run is the same one
+`media-crawler crawl` makes for the partition.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from media_crawler.config import CONFIG_ENV, load_config
+
+_SPAN = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default=os.environ.get(CONFIG_ENV, "sources.yaml"), help="sources.yaml path")
+    parser.add_argument("--since", default="24h", type=parse_span,
+                        help="failed runs updated within this span: 90m, 24h, 7d (default 24h)")
+    parser.add_argument("--dry-run", action="store_true", help="list what would be re-run, run nothing")
+
+
+def parse_span(text: str) -> timedelta:
+    match = _SPAN.match(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a span: {text!r} (use e.g. 90m, 24h, 7d)")
+    return timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])
+
+
+@dataclass
+class Rerun:
+    source_key: str
+    day: str
+    reasons: list[str] = field(default_factory=list)
+
+
+def plan_reruns(instance, config, since: timedelta) -> tuple[list[Rerun], list[str]]:
+    """(partitions to re-run, notes about partitions left alone)."""
+    from media_crawler.defs.partitions import split_partition_key
+    from media_crawler.pipeline.unfinished import unfinished_partitions
+    from media_crawler.recovery.runs import failed_partitions, in_flight_partitions
+    from media_crawler.store.ledger import Ledger
+
+    known = {source.key for source in config.sources}
+    busy = in_flight_partitions(instance)
+    plans: dict[tuple[str, str], Rerun] = {}
+    notes: list[str] = []
+
+    def add(source_key: str, day: str, reason: str) -> None:
+        partition = f"{day}|{source_key}"
+        if source_key not in known:
+            notes.append(f"{partition}: source not in {config.path}; skipped")
+        elif partition in busy:
+            notes.append(f"{partition}: a run is queued or in progress; skipped")
+        else:
+            plans.setdefault((source_key, day), Rerun(source_key, day)).reasons.append(reason)
+
+    for failed in failed_partitions(instance, datetime.now(timezone.utc) - since):
+        source_key, window = split_partition_key(failed.partition)
+        add(source_key, window.day.isoformat(), f"latest run {failed.run_id[:8]} failed")
+    for source_key, day, count in unfinished_partitions(Ledger(config.ledger_url)):
+        add(source_key, day, f"{count} unfinished item(s) in the ledger")
+    return sorted(plans.values(), key=lambda plan: (plan.day, plan.source_key)), notes
+
+
+def rerun(config_path: str, instance=None, since: timedelta = timedelta(hours=24), dry_run: bool = False,
+          out=None) -> int:
+    from dagster import DagsterInstance
+
+    from media_crawler.commands.crawl import crawl
+    from media_crawler.recovery.runs import fail_dead_runs
+
+    out = out or sys.stderr
+    config = load_config(config_path)
+    instance = instance or DagsterInstance.get()
+    for run in fail_dead_runs(instance):
+        print(f"run {run.run_id[:8]} ({run.tags.get('dagster/partition', '?')}): its process is gone; "
+              "marked failed", file=out)
+    plans, notes = plan_reruns(instance, config, since)
+    for note in notes:
+        print(note, file=out)
+    if not plans:
+        print("nothing to re-run", file=out)
+        return 0
+    failed = 0
+    for plan in plans:
+        reasons = "; ".join(plan.reasons)
+        if dry_run:
+            print(f"would re-run {plan.day} {plan.source_key}: {reasons}", file=out)
+            continue
+        outcome = crawl(config_path, [plan.day], [plan.source_key], instance=instance).partitions[0]
+        failed += not outcome.success
+        status = "ok" if outcome.success else f"FAILED {outcome.error}"
+        print(f"re-ran {plan.day} {plan.source_key} ({reasons}): {status} run {outcome.run_id}", file=out)
+    return 1 if failed else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from media_crawler.observe.logging import configure
+
+    configure()
+    return rerun(args.config, since=args.since, dry_run=args.dry_run)

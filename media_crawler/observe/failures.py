@@ -1,0 +1,163 @@
+"""What is failing, where, since when: the ledger's failures grouped for a person on call.
+
+Item failures come from `mc_tasks` (state retry_wait, failed or gone), page
+failures from `mc_feed_errors` (stage `fetch`, not yet resolved by a later
+successful page). Groups are (platform, stage, error_class) and split in two:
+`retrying` (retry_wait: a later attempt is scheduled) and `gave_up` (failed,
+gone, and feed pages that failed their partition). Aggregates are computed in
+SQL, so a million failed rows cost one GROUP BY, not a million Python objects.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, case, func, or_, select
+from sqlalchemy.engine import Engine
+
+from media_crawler.observe.logging import utc_timestamp
+from media_crawler.observe.scrub import scrub_text, scrub_url
+from media_crawler.store import schema
+
+T = schema.tasks
+F = schema.feed_errors
+RETRY_WAIT, FAILED, GONE = "retry_wait", "failed", "gone"
+SAMPLE_URLS = 3
+SAMPLE_RUNS = 5
+
+# The ledger keeps no stage column, but each stage stamps its own time: a row
+# whose failure came after its latest verify (of this claim) failed at commit,
+# after its latest download finish at verify, else at download.
+_THIS_CLAIM_VERIFIED = and_(T.c.verified_at.isnot(None), T.c.failed_at >= T.c.verified_at,
+                            or_(T.c.claimed_at.is_(None), T.c.verified_at >= T.c.claimed_at))
+_THIS_CLAIM_FINISHED = and_(T.c.finished_at.isnot(None), T.c.failed_at >= T.c.finished_at,
+                            or_(T.c.claimed_at.is_(None), T.c.finished_at >= T.c.claimed_at))
+FAILED_STAGE = case((_THIS_CLAIM_VERIFIED, "commit"), (_THIS_CLAIM_FINISHED, "verify"), else_="download")
+
+
+@dataclass
+class FailureGroup:
+    platform: str
+    stage: str
+    error_class: str
+    status: str  # "retrying" or "gave_up"
+    count: int
+    first_seen: float
+    last_seen: float
+    states: dict[str, int] = field(default_factory=dict)
+    canonical_urls: list[str] = field(default_factory=list)
+    run_ids: list[str] = field(default_factory=list)
+    sample_message: str | None = None
+    next_retry_at: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        data = {"platform": self.platform, "stage": self.stage, "error_class": self.error_class,
+                "count": self.count, "states": self.states, "first_seen": utc_timestamp(self.first_seen),
+                "last_seen": utc_timestamp(self.last_seen), "canonical_urls": self.canonical_urls,
+                "run_ids": self.run_ids, "sample_message": self.sample_message}
+        if self.next_retry_at is not None:
+            data["next_retry_at"] = utc_timestamp(self.next_retry_at)
+        return data
+
+
+@dataclass
+class FailureReport:
+    generated_at: float
+    since: float | None
+    platform: str | None
+    retrying: list[FailureGroup]
+    gave_up: list[FailureGroup]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "generated_at": utc_timestamp(self.generated_at),
+            "since": utc_timestamp(self.since) if self.since is not None else None,
+            "platform": self.platform,
+            "totals": {"retrying": sum(g.count for g in self.retrying), "gave_up": sum(g.count for g in self.gave_up)},
+            "retrying": [group.as_json() for group in self.retrying],
+            "gave_up": [group.as_json() for group in self.gave_up],
+        }
+
+
+def failure_report(engine: Engine, *, now: float, since: float | None = None,
+                   platform: str | None = None) -> FailureReport:
+    groups = _item_groups(engine, since, platform) + _feed_groups(engine, since, platform)
+    order = lambda group: (-group.last_seen, group.platform, group.stage, group.error_class)  # noqa: E731
+    return FailureReport(
+        generated_at=now, since=since, platform=platform,
+        retrying=sorted((g for g in groups if g.status == "retrying"), key=order),
+        gave_up=sorted((g for g in groups if g.status == "gave_up"), key=order),
+    )
+
+
+def _item_filters(since: float | None, platform: str | None) -> list:
+    filters = [T.c.state.in_([RETRY_WAIT, FAILED, GONE])]
+    if since is not None:
+        filters.append(T.c.failed_at >= since)
+    if platform:
+        filters.append(T.c.platform == platform)
+    return filters
+
+
+def _item_groups(engine: Engine, since: float | None, platform: str | None) -> list[FailureGroup]:
+    stage = FAILED_STAGE.label("stage")
+    error_class = func.coalesce(T.c.error_class, "unknown").label("error_class")
+    status = case((T.c.state == RETRY_WAIT, "retrying"), else_="gave_up").label("status")
+    query = (select(T.c.platform, stage, error_class, status, T.c.state, func.count().label("n"),
+                    func.min(T.c.failed_at), func.max(T.c.failed_at), func.min(T.c.next_attempt_at))
+             .where(*_item_filters(since, platform))
+             .group_by(T.c.platform, stage, error_class, status, T.c.state))
+    merged: dict[tuple, FailureGroup] = {}
+    with engine.connect() as conn:
+        for row in conn.execute(query):
+            key = (row.platform, row.stage, row.error_class, row.status)
+            first, last = row[6] or 0.0, row[7] or 0.0
+            group = merged.get(key)
+            if group is None:
+                group = merged[key] = FailureGroup(*key, count=0, first_seen=first, last_seen=last)
+            group.count += row.n
+            group.states[row.state] = row.n
+            group.first_seen, group.last_seen = min(group.first_seen, first), max(group.last_seen, last)
+            if row[8] is not None and row.status == "retrying":
+                group.next_retry_at = row[8]
+        for group in merged.values():
+            _fill_item_samples(conn, group, since)
+    return list(merged.values())
+
+
+def _fill_item_samples(conn, group: FailureGroup, since: float | None) -> None:
+    """The most recent canonical URLs, run ids and one message of the group (bounded queries)."""
+    match = [*_item_filters(since, group.platform), FAILED_STAGE == group.stage,
+             func.coalesce(T.c.error_class, "unknown") == group.error_class,
+             (T.c.state == RETRY_WAIT) if group.status == "retrying" else (T.c.state != RETRY_WAIT)]
+    rows = conn.execute(select(T.c.canonical_url, T.c.error_message).where(*match)
+                        .order_by(T.c.failed_at.desc()).limit(SAMPLE_URLS)).fetchall()
+    group.canonical_urls = [scrub_url(row.canonical_url) for row in rows]
+    group.sample_message = next((scrub_text(row.error_message)[:300] for row in rows if row.error_message), None)
+    runs = conn.execute(select(T.c.run_id).distinct().where(*match, T.c.run_id.isnot(None)).limit(SAMPLE_RUNS))
+    group.run_ids = sorted(row[0] for row in runs)
+
+
+def _feed_groups(engine: Engine, since: float | None, platform: str | None) -> list[FailureGroup]:
+    """Unresolved page failures: the partition's feed has not succeeded since."""
+    filters = [F.c.resolved_at.is_(None)]
+    if since is not None:
+        filters.append(F.c.at >= since)
+    if platform:
+        filters.append(F.c.platform == platform)
+    query = (select(F.c.platform, F.c.error_class, func.count(), func.min(F.c.at), func.max(F.c.at))
+             .where(*filters).group_by(F.c.platform, F.c.error_class))
+    groups = []
+    with engine.connect() as conn:
+        for platform_name, error_class, count, first, last in conn.execute(query).fetchall():
+            group = FailureGroup(platform_name, "fetch", error_class, "gave_up", count, first, last, {"page": count})
+            match = [*filters, F.c.platform == platform_name, F.c.error_class == error_class]
+            rows = conn.execute(select(F.c.source_key, F.c.day, F.c.message).where(*match)
+                                .order_by(F.c.at.desc()).limit(20)).fetchall()
+            # A page has no item URL: name the partition (source and day) instead, once each.
+            group.canonical_urls = list(dict.fromkeys(f"{row.source_key} {row.day}" for row in rows))[:SAMPLE_URLS]
+            group.sample_message = next((scrub_text(row.message)[:300] for row in rows if row.message), None)
+            runs = conn.execute(select(F.c.run_id).distinct().where(*match, F.c.run_id.isnot(None)).limit(SAMPLE_RUNS))
+            group.run_ids = sorted(row[0] for row in runs)
+            groups.append(group)
+    return groups

@@ -1,0 +1,125 @@
+"""Liveness and readiness probes for orchestrators (Kubernetes, systemd, a load balancer).
+
+live:  the process runs and the ledger database answers a query.
+ready: the database takes a write, the store takes a write, the store's disk
+       has more than `min_free_bytes` free, and no platform had an auth
+       failure in the last hour (a crawl would only collect more of them).
+
+Each probe returns a `ProbeResult`; the command prints it as one JSON line and
+exits 0 (pass) or 1 (fail).
+"""
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from media_crawler.config import CrawlConfig
+from media_crawler.models import PLATFORMS
+from media_crawler.observe import ledger_stats
+from media_crawler.observe.scrub import scrub_text
+from media_crawler.observe.status import disk_usage
+from media_crawler.store import schema
+
+
+class CheckFailed(Exception):
+    """A check that ran and found a problem (its message is the whole reason)."""
+
+
+@dataclass
+class ProbeResult:
+    probe: str
+    ok: bool
+    reason: str
+    checks: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"probe": self.probe, "ok": self.ok, "reason": self.reason, "checks": self.checks}
+
+
+def _timed(check: Callable[[], Any]) -> tuple[bool, str, float]:
+    """Run one check: (passed, detail, milliseconds). A failure's text is scrubbed (DSNs hold passwords)."""
+    started = time.monotonic()
+    try:
+        detail = check()
+        return True, str(detail or "ok"), (time.monotonic() - started) * 1000
+    except Exception as exc:  # any failure is the answer, not a crash of the probe
+        text = str(exc) if isinstance(exc, CheckFailed) else f"{type(exc).__name__}: {exc}"
+        return False, scrub_text(text)[:300], (time.monotonic() - started) * 1000
+
+
+def live(engine: Engine) -> ProbeResult:
+    passed, detail, ms = _timed(lambda: _select_one(engine))
+    reason = f"database answered in {ms:.0f} ms" if passed else f"database did not answer: {detail}"
+    return ProbeResult("live", passed, reason, {"database": {"ok": passed, "ms": round(ms, 1)}})
+
+
+def ready(engine: Engine, config: CrawlConfig, now: float | None = None) -> ProbeResult:
+    now = time.time() if now is None else now
+    checks: dict[str, Any] = {}
+    failures: list[str] = []
+
+    def record(name: str, check: Callable[[], Any], failure: str) -> None:
+        passed, detail, ms = _timed(check)
+        checks[name] = {"ok": passed, "detail": detail, "ms": round(ms, 1)}
+        if not passed:
+            failures.append(f"{failure}: {detail}")
+
+    record("database_writable", lambda: _probe_write(engine), "database not writable")
+    record("store_writable", lambda: _probe_store(config), "store not writable")
+    record("disk_free", lambda: _disk_above_minimum(config), "disk below min_free_bytes")
+    record("platform_auth", lambda: _no_auth_failures(engine, now), "platform in auth failure")
+    reason = "; ".join(failures) if failures else "database and store writable, disk above minimum, no auth failures"
+    return ProbeResult("ready", not failures, reason, checks)
+
+
+def _select_one(engine: Engine) -> None:
+    with engine.connect() as conn:
+        conn.execute(text("SELECT 1")).scalar_one()
+
+
+def _probe_write(engine: Engine) -> str:
+    """Insert a throwaway cursor row and roll it back: a real write (lock, WAL or journal), no trace left."""
+    with engine.connect() as conn:
+        transaction = conn.begin()
+        try:
+            conn.execute(schema.cursors.insert().values(
+                source_key="__health__", name=uuid.uuid4().hex[:16], value="probe", updated_at=time.time()))
+        finally:
+            transaction.rollback()
+    return "insert rolled back"
+
+
+def _probe_store(config: CrawlConfig) -> str:
+    """Write, fsync and delete a file in the store's staging folder (the filesystem blobs land on)."""
+    staging = config.store_root / "staging"
+    staging.mkdir(parents=True, exist_ok=True)
+    probe = staging / f".health-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        with open(probe, "wb") as handle:
+            handle.write(b"ok")
+            handle.flush()
+            os.fsync(handle.fileno())
+    finally:
+        probe.unlink(missing_ok=True)
+    return str(staging)
+
+
+def _disk_above_minimum(config: CrawlConfig) -> str:
+    disk = disk_usage(config.store_root, config.min_free_bytes)
+    if disk["below_minimum"]:
+        raise CheckFailed(f"{disk['free_bytes']} bytes free < min_free_bytes {disk['min_free_bytes']}")
+    return f"{disk['free_bytes']} bytes free"
+
+
+def _no_auth_failures(engine: Engine, now: float) -> str:
+    health = ledger_stats.platform_health(engine, now, PLATFORMS)
+    failing = sorted(name for name, entry in health.items() if entry["auth_failures_1h"])
+    if failing:
+        raise CheckFailed(", ".join(f"{name} ({health[name]['auth_failures_1h']} in the last hour)" for name in failing))
+    return "none in the last hour"

@@ -1,0 +1,69 @@
+"""The status document: backlog, throughput, platform health, uncertain leases, stage delays, disk.
+
+One dict, JSON-ready (timestamps as UTC ISO strings), built from
+ledger_stats; `media-crawler status` prints it as JSON or as text.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine, make_url
+
+from media_crawler.config import CrawlConfig
+from media_crawler.models import PLATFORMS
+from media_crawler.observe import ledger_stats
+from media_crawler.observe.logging import utc_timestamp
+
+
+def disk_usage(store_root: Path, min_free_bytes: int) -> dict[str, Any]:
+    """Free space where the store lives (its nearest existing folder, if it is not created yet)."""
+    path = Path(store_root)
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    usage = shutil.disk_usage(path)
+    return {"path": str(store_root), "free_bytes": usage.free, "total_bytes": usage.total,
+            "min_free_bytes": min_free_bytes, "below_minimum": usage.free < min_free_bytes}
+
+
+def build_status(engine: Engine, config: CrawlConfig, now: float) -> dict[str, Any]:
+    counts = ledger_stats.state_counts(engine)
+    states: dict[str, int] = {}
+    for (_platform, state), count in counts.items():
+        states[state] = states.get(state, 0) + count
+    last_hour = ledger_stats.committed_totals(engine, since=now - ledger_stats.HOUR_S)
+    items_1h = sum(entry["items"] for entry in last_hour.values())
+    bytes_1h = sum(entry["bytes"] for entry in last_hour.values())
+    health = ledger_stats.platform_health(engine, now, PLATFORMS)
+    leases = ledger_stats.expired_leases(engine, now)
+    feed_errors = ledger_stats.unresolved_feed_errors(engine)
+    return {
+        "generated_at": utc_timestamp(now),
+        "ledger": _safe_url(config.ledger_url),
+        "states": dict(sorted(states.items())),
+        "backlog": ledger_stats.backlog(engine, now),
+        "throughput_1h": {"items_committed": items_1h, "bytes_committed": bytes_1h,
+                          "items_per_min": round(items_1h / 60, 2), "bytes_per_s": round(bytes_1h / 3600),
+                          "by_platform": last_hour},
+        "platforms": {name: _timestamps(entry, ("rate_limited_since", "slowed_until", "auth_failed_since"))
+                      for name, entry in health.items()},
+        "uncertain": _timestamps(leases, ("oldest_expired_at",)),
+        "feed_errors_unresolved": {f"{platform}/{error_class}": count
+                                   for (platform, error_class), count in sorted(feed_errors.items())},
+        "stage_delays_s": ledger_stats.stage_delays(engine, now),
+        "stage_delay_window_s": ledger_stats.DELAY_WINDOW_S,
+        "disk": disk_usage(config.store_root, config.min_free_bytes),
+    }
+
+
+def _timestamps(entry: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {key: (utc_timestamp(value) if key in keys and value is not None else value) for key, value in entry.items()}
+
+
+def _safe_url(url: str) -> str:
+    """The ledger URL without its password (status output is pasted into tickets)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an odd URL is still worth showing, minus anything after '@'
+        return url.rsplit("@", 1)[-1]

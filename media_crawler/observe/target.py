@@ -1,0 +1,41 @@
+"""Which ledger and store the observability commands look at.
+
+An operator's shell may hold only the environment (MEDIA_CRAWLER_HOME,
+MEDIA_CRAWLER_LEDGER_URL) and no sources.yaml: the commands then use the same
+defaults as a crawl would, instead of refusing to answer.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from media_crawler.config import CONFIG_ENV, CrawlConfig, config_from_dict, load_config
+from media_crawler.observe.scrub import register_secret
+
+
+def add_config_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default=None,
+                        help=f"sources.yaml (default ${CONFIG_ENV}, else ./sources.yaml if present, "
+                             "else the defaults under $MEDIA_CRAWLER_HOME)")
+
+
+def observed_config(explicit_path: str | None) -> CrawlConfig:
+    """The named config (which must exist), else $MEDIA_CRAWLER_CONFIG or ./sources.yaml, else defaults."""
+    if explicit_path:
+        config = load_config(explicit_path)
+    else:
+        candidate = Path(os.environ.get(CONFIG_ENV) or "sources.yaml")
+        config = load_config(candidate) if candidate.is_file() else config_from_dict({})
+    # A database error may quote the DSN; its password must not reach a probe's output.
+    register_secret(_password(config.ledger_url))
+    return config
+
+
+def _password(url: str) -> str | None:
+    try:
+        return make_url(url).password
+    except Exception:  # not a URL SQLAlchemy can read: nothing to mask
+        return None

@@ -1,0 +1,61 @@
+"""Named crash points: where the kill-anywhere tests SIGKILL a crawl.
+
+    MEDIA_CRAWLER_CRASH_AT=after_link_before_ledger      # the first time the point is reached
+    MEDIA_CRAWLER_CRASH_AT=after_part_write:3            # the third time
+
+A crash point is a `crash_point("name")` call between two steps whose order
+matters for recovery (bytes on disk before the ledger knows, the store's link
+before the ledger row, half a ledger transaction). Unset, it costs one
+environment lookup. Set, the process kills itself with SIGKILL: no `finally`,
+no atexit, no flushed buffers, exactly what a power cut or the OOM killer does.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections import Counter
+
+CRASH_ENV = "MEDIA_CRAWLER_CRASH_AT"
+
+# Every point, in pipeline order. Tests iterate over this list.
+AFTER_DISCOVERY_BATCH = "after_discovery_batch"  # rows inserted, later pages not yet read
+AFTER_CLAIM = "after_claim"  # items leased to this process, nothing downloaded yet
+AFTER_PART_WRITE = "after_part_write"  # a whole .part is on disk, the ledger still says downloading
+MID_LEDGER_BATCH = "mid_ledger_batch"  # inside a batched ledger transaction, half applied
+AFTER_DOWNLOAD_LEDGER = "after_download_ledger"  # a download batch recorded, verify not started
+AFTER_VERIFY = "after_verify"  # items verified on disk, the ledger not yet told
+AFTER_LINK_BEFORE_LEDGER = "after_link_before_ledger"  # the blob is in the store, the row still says verified
+AFTER_COMMIT_LEDGER = "after_commit_ledger"  # rows committed, Dagster not yet told
+POINTS = (
+    AFTER_DISCOVERY_BATCH, AFTER_CLAIM, AFTER_PART_WRITE, MID_LEDGER_BATCH, AFTER_DOWNLOAD_LEDGER,
+    AFTER_VERIFY, AFTER_LINK_BEFORE_LEDGER, AFTER_COMMIT_LEDGER,
+)
+
+_hits: Counter[str] = Counter()
+_lock = threading.Lock()
+
+
+def parse_target(value: str | None) -> tuple[str, int] | None:
+    """'name' or 'name:n' -> (name, n); None when unset."""
+    if not value:
+        return None
+    name, _, nth = value.partition(":")
+    if name not in POINTS:
+        raise ValueError(f"{CRASH_ENV}={value!r}: unknown crash point (known: {', '.join(POINTS)})")
+    return name, int(nth or 1)
+
+
+def crash_point(name: str) -> None:
+    """Kill this process here if MEDIA_CRAWLER_CRASH_AT names this point (and this hit)."""
+    target = os.environ.get(CRASH_ENV)
+    if not target:
+        return
+    wanted = parse_target(target)
+    if wanted is None or wanted[0] != name:
+        return
+    with _lock:  # download threads reach the same point concurrently
+        _hits[name] += 1
+        if _hits[name] != wanted[1]:
+            return
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,239 @@
+"""The store against the ledger: where they disagree, and how to bring them back together.
+
+What is checked (`kind` of each finding, and what `repair=True` does about it):
+
+| kind              | what                                                  | repair                          |
+|-------------------|-------------------------------------------------------|---------------------------------|
+| dead_lease        | rows leased by a dead process or an expired lease     | release; downloading -> discovered |
+| unleased_download | `downloading` rows nobody holds (no claim takes them) | -> discovered                   |
+| corrupt_blob      | blob whose size (or, with verify_hashes, sha256)      | move to quarantine/, its rows   |
+|                   | disagrees with its name                               | -> discovered                   |
+| missing_blob      | committed row whose blob is absent                    | -> discovered (downloaded again)|
+| stranded_row      | downloaded/verified row whose .part is gone           | -> committed if the blob is     |
+|                   |                                                       | stored, else -> discovered      |
+| stale_part        | .part no row can use (no row, row finished, or no     | removed                         |
+|                   | validator to resume it with)                          |                                 |
+| resumable_part    | .part of an unfinished row with a resume validator    | kept (information)              |
+| orphan_blob       | blob no row names                                     | kept (information)              |
+
+Nothing is deleted that cannot be obtained again: blobs are never removed
+(corrupt ones are quarantined, orphans kept), and a row only goes back to
+`discovered`, from where the pipeline downloads it again. Repairs are
+conditional updates (the row must still be in the state that was observed),
+and .part files younger than `part_grace_s` are left alone, so a reconcile
+beside a running crawl cannot undo the crawl's work.
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sqlalchemy import select, update
+
+from media_crawler.recovery.leases import dead_owners, release_dead_leases
+from media_crawler.store.cas import BlobStore, file_sha256
+from media_crawler.store.ledger import (
+    COMMITTED, DISCOVERED, DOWNLOADED, DOWNLOADING, FINISHED_STATES, VERIFIED, Ledger, T,
+)
+
+INFO_KINDS = frozenset({"resumable_part", "orphan_blob"})
+QUARANTINE = "quarantine"
+_PART_NAME = re.compile(r"^task-(\d+)\.part$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    subject: str  # a path, a task id or a lease owner
+    detail: str
+    action: str  # what repair does (or did)
+
+
+@dataclass
+class ReconcileReport:
+    findings: list[Finding] = field(default_factory=list)
+    repaired: bool = False
+    blobs_checked: int = 0
+    hashes_verified: bool = False
+    rows_checked: int = 0
+    parts_checked: int = 0
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [finding for finding in self.findings if finding.kind not in INFO_KINDS]
+
+    def counts(self) -> Counter:
+        return Counter(finding.kind for finding in self.findings)
+
+    def as_json(self) -> dict:
+        return {"repaired": self.repaired, "blobs_checked": self.blobs_checked, "rows_checked": self.rows_checked,
+                "parts_checked": self.parts_checked, "hashes_verified": self.hashes_verified,
+                "counts": dict(self.counts()), "problems": len(self.problems),
+                "findings": [asdict(finding) for finding in self.findings]}
+
+
+@dataclass(frozen=True)
+class _Row:
+    id: int
+    state: str
+    sha256: str | None
+    size: int | None
+    etag: str | None
+    lease_owner: str | None
+
+
+def _requeue_values(reason: str) -> dict:
+    return {"state": DISCOVERED, "sha256": None, "size": None, "committed_at": None, "verified_at": None,
+            "attempts": 0, "next_attempt_at": None, "lease_owner": None, "lease_expires_at": None,
+            "error_class": "storage_error", "error_message": f"reconcile: {reason}; queued for download again",
+            "updated_at": time.time()}
+
+
+class Reconciler:
+    def __init__(self, ledger: Ledger, store: BlobStore, *, repair: bool = False, verify_hashes: bool = False,
+                 uncertain_leases: bool = False, part_grace_s: float = 300.0) -> None:
+        self.ledger, self.store, self.repair = ledger, store, repair
+        self.verify_hashes, self.uncertain_leases, self.part_grace_s = verify_hashes, uncertain_leases, part_grace_s
+        self.report = ReconcileReport(repaired=repair, hashes_verified=verify_hashes)
+
+    def run(self) -> ReconcileReport:
+        dead = set(self._leases())
+        self._unleased_downloads()
+        rows = self._rows()
+        blobs, corrupt = self._blobs(rows)
+        self._missing_blobs(rows, blobs)
+        self._stranded_rows(rows, blobs - corrupt, dead)
+        self._parts(rows, dead)
+        referenced = {row.sha256 for row in rows.values() if row.sha256} | self._expected_hashes()
+        for name in sorted(blobs - referenced):
+            self._note("orphan_blob", name, "no ledger row names this blob", "kept")
+        return self.report
+
+    # -- leases -------------------------------------------------------------------
+    def _leases(self) -> list[str]:
+        owners = dead_owners(self.ledger, uncertain=self.uncertain_leases)
+        for owner in owners:
+            self._note("dead_lease", owner, "holder is gone, or the lease expired", "released; downloads re-queued")
+        if self.repair and owners:
+            release_dead_leases(self.ledger, uncertain=self.uncertain_leases)
+        return owners
+
+    def _unleased_downloads(self) -> None:
+        stuck = (T.c.state == DOWNLOADING) & T.c.lease_owner.is_(None)
+        with self.ledger.engine.connect() as conn:
+            ids = [row[0] for row in conn.execute(select(T.c.id).where(stuck))]
+        for task_id in ids:
+            self._note("unleased_download", f"t_{task_id}", "downloading, but nobody holds it", "-> discovered")
+        if self.repair and ids:
+            with self.ledger.engine.begin() as conn:
+                conn.execute(update(T).where(stuck, T.c.id.in_(ids)).values(state=DISCOVERED, updated_at=time.time()))
+
+    # -- rows and blobs -----------------------------------------------------------
+    def _rows(self) -> dict[int, _Row]:
+        query = select(T.c.id, T.c.state, T.c.sha256, T.c.size, T.c.etag, T.c.lease_owner)
+        with self.ledger.engine.connect() as conn:
+            rows = {row.id: _Row(*row) for row in conn.execute(query)}
+        self.report.rows_checked = len(rows)
+        return rows
+
+    def _expected_hashes(self) -> set[str]:
+        with self.ledger.engine.connect() as conn:
+            return {row[0] for row in conn.execute(select(T.c.expected_sha256).where(T.c.expected_sha256.is_not(None)))}
+
+    def _blobs(self, rows: dict[int, _Row]) -> tuple[set[str], set[str]]:
+        """(names of stored blobs, names of corrupt ones)."""
+        sizes = {row.sha256: row.size for row in rows.values() if row.state == COMMITTED and row.sha256 and row.size}
+        names, corrupt = set(), set()
+        for path in self.store.iter_blobs():
+            if not _HEX64.match(path.name):
+                continue  # not ours (an editor's backup file, ...): neither count nor touch it
+            names.add(path.name)
+            self.report.blobs_checked += 1
+            expected_size = sizes.get(path.name)
+            if expected_size is not None and path.stat().st_size != expected_size:
+                corrupt.add(path.name)
+                self._corrupt(path, f"{path.stat().st_size} bytes, the ledger recorded {expected_size}")
+            elif self.verify_hashes and file_sha256(path) != path.name:
+                corrupt.add(path.name)
+                self._corrupt(path, "its bytes no longer hash to its name")
+        return names, corrupt
+
+    def _corrupt(self, path: Path, detail: str) -> None:
+        self._note("corrupt_blob", str(path), detail, "quarantined; its rows re-queued")
+        if not self.repair:
+            return
+        target = self.store.root / QUARANTINE / f"{path.name}.{int(time.time())}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        path.rename(target)  # same filesystem: atomic, and the bytes are kept for a person to look at
+        self._requeue((T.c.sha256 == path.name) & (T.c.state == COMMITTED), "blob failed its check")
+
+    def _missing_blobs(self, rows: dict[int, _Row], blobs: set[str]) -> None:
+        for row in rows.values():
+            if row.state == COMMITTED and row.sha256 not in blobs:
+                self._note("missing_blob", f"t_{row.id}", f"committed as {row.sha256}, not in the store",
+                           "-> discovered")
+                if self.repair:
+                    self._requeue((T.c.id == row.id) & (T.c.state == COMMITTED), "blob missing from the store")
+
+    def _stranded_rows(self, rows: dict[int, _Row], good_blobs: set[str], dead: set[str]) -> None:
+        for row in rows.values():
+            if row.state not in (DOWNLOADED, VERIFIED) or (row.lease_owner and row.lease_owner not in dead):
+                continue
+            if self.store.staging_path(f"task-{row.id}").exists():
+                continue
+            observed = (T.c.id == row.id) & (T.c.state == row.state)
+            if row.sha256 in good_blobs:
+                self._note("stranded_row", f"t_{row.id}", f"{row.state}, .part gone, blob stored", "-> committed")
+                if self.repair:
+                    with self.ledger.engine.begin() as conn:
+                        conn.execute(update(T).where(observed).values(
+                            state=COMMITTED, committed_at=time.time(), lease_owner=None, lease_expires_at=None,
+                            error_class=None, error_code=None, error_message=None, updated_at=time.time()))
+            else:
+                self._note("stranded_row", f"t_{row.id}", f"{row.state}, .part gone, blob absent", "-> discovered")
+                if self.repair:
+                    self._requeue(observed, "staged file missing")
+
+    # -- staging ------------------------------------------------------------------
+    def _parts(self, rows: dict[int, _Row], dead: set[str]) -> None:
+        cutoff = time.time() - self.part_grace_s
+        for path in self.store.iter_parts():
+            self.report.parts_checked += 1
+            match = _PART_NAME.match(path.name)
+            row = rows.get(int(match.group(1))) if match else None
+            if row is not None and row.lease_owner and row.lease_owner not in dead:
+                continue  # a live worker is writing it
+            if row is not None and row.state in (DOWNLOADED, VERIFIED):
+                continue  # the bytes the next stage verifies or commits
+            if row is not None and row.state not in FINISHED_STATES and row.etag:
+                self._note("resumable_part", str(path), f"row t_{row.id} is {row.state}; resumable", "kept")
+                continue
+            why = ("no ledger row" if row is None else f"row t_{row.id} is {row.state}" if row.state in FINISHED_STATES
+                   else f"row t_{row.id} has no validator to resume with")
+            if path.stat().st_mtime > cutoff:
+                continue  # too fresh to judge: a worker may have claimed the row since we read it
+            self._note("stale_part", str(path), why, "removed")
+            if self.repair and not (match and self._leased_now(int(match.group(1)))):
+                path.unlink(missing_ok=True)
+
+    def _leased_now(self, task_id: int) -> bool:
+        with self.ledger.engine.connect() as conn:
+            row = conn.execute(select(T.c.lease_owner, T.c.state).where(T.c.id == task_id)).first()
+        return bool(row and row.lease_owner) or bool(row and row.state in (DOWNLOADED, VERIFIED))
+
+    # -- helpers ------------------------------------------------------------------
+    def _requeue(self, condition, reason: str) -> None:
+        with self.ledger.engine.begin() as conn:
+            conn.execute(update(T).where(condition).values(**_requeue_values(reason)))
+
+    def _note(self, kind: str, subject: str, detail: str, action: str) -> None:
+        self.report.findings.append(Finding(kind, subject, detail, action))
+
+
+def reconcile(ledger: Ledger, store: BlobStore, **options) -> ReconcileReport:
+    """Check (and with repair=True, fix) the store against the ledger; see the module docstring."""
+    return Reconciler(ledger, store, **options).run()

@@ -1,0 +1,78 @@
+"""Fixtures for the observability tests: one crawl with injected faults shared by the package, empty ledgers."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import requests
+from dagster import DagsterInstance
+
+from media_crawler.config import load_config
+from media_crawler.store.database import dispose_engines
+from media_crawler.store.ledger import Ledger
+from media_crawler_tests.conftest import require_service
+from media_crawler_tests.observe.support import captured_crawl, dagster_log_settings, write_sources
+
+
+@pytest.fixture(scope="package")
+def faulty_crawl(tmp_path_factory, simulator):
+    """One day of: the URL feeds with faults (404, 500 forever, 429 once, cut once, HTML
+    instead of a JPEG), a Bilibili feed that is not JSON, a Facebook page crawled without
+    a token (auth), and the well-behaved URL demo feed, all through Dagster.
+
+    Two test-speed knobs, not behaviour changes: step retries wait 0 s instead of
+    5-20 s, and each step tries an item twice instead of four times.
+    """
+    import media_crawler.defs.assets as assets
+    import media_crawler.pipeline.download as download
+
+    home = tmp_path_factory.mktemp("faulty")
+    base = simulator.base_url
+    requests.post(f"{base}/_sim/stats/reset", timeout=5)  # "fails once" fails once again
+    day = requests.get(f"{base}/_sim/truth", timeout=5).json()["days"][-1]
+    named = {"errors": {"urls": f"{base}/urls/errors.json"}, "html": {"urls": f"{base}/urls/html.json"},
+             "bad_feed": {"bilibili": "user 666"}, "no_token": {"facebook": "page 42"},
+             "demo": {"urls": f"{base}/urls/demo.json"}}
+    config_path = write_sources(home, base, list(named.values()))
+    source_keys = dict(zip(named, (source.key for source in load_config(config_path).sources)))
+    with pytest.MonkeyPatch.context() as patch, \
+            DagsterInstance.ephemeral(settings=dagster_log_settings(home / "dagster.jsonl")) as instance:
+        patch.delenv("FB_ACCESS_TOKEN", raising=False)  # the simulator answers Graph error 190
+        patch.setattr(assets, "DOWNLOAD_RETRY_WAIT_S", 0.0)
+        patch.setattr(download, "IN_STEP_ATTEMPTS", 2)
+        with captured_crawl(config_path, [day], instance, home) as crawl:
+            crawl.source_keys = source_keys  # "errors", "html", "bad_feed", "no_token", "demo"
+            patch.undo()  # the checks below run with the environment as it was
+            yield crawl
+
+
+@pytest.fixture(scope="module")
+def postgres_url_factory():
+    """Throwaway PostgreSQL databases (dropped at the end): the reports' SQL must run there too."""
+    require_service("PostgreSQL", 5432)
+    import psycopg2
+
+    admin = psycopg2.connect(host="127.0.0.1", port=5432, user="postgres", dbname="postgres")
+    admin.autocommit = True  # CREATE/DROP DATABASE cannot run inside a transaction
+    names: list[str] = []
+
+    def create() -> str:
+        names.append(f"mc_test_{uuid.uuid4().hex[:12]}")
+        with admin.cursor() as cursor:
+            cursor.execute(f'CREATE DATABASE "{names[-1]}"')
+        return f"postgresql+psycopg2://postgres@127.0.0.1:5432/{names[-1]}"
+
+    yield create
+    dispose_engines()
+    with admin.cursor() as cursor:
+        for name in names:
+            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_ledger(request, tmp_path):
+    """An empty ledger on each database the crawler supports."""
+    if request.param == "sqlite":
+        return Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    return Ledger(request.getfixturevalue("postgres_url_factory")())

@@ -1,0 +1,84 @@
+"""The JSON line format itself: fixed item keys, correlation ids, scrubbing of every field, late-bound stdout."""
+import contextlib
+import io
+import json
+import logging
+import re
+
+import pytest
+
+from media_crawler.observe.events import ITEM_KEYS, correlation, log_item
+from media_crawler.observe.logging import JsonFormatter, configure, ensure_configured
+from media_crawler.observe.scrub import register_environment_secrets, scrub_text
+from media_crawler_tests.observe.support import TS_PATTERN
+
+
+@pytest.fixture
+def captured():
+    """The `media_crawler` loggers writing JSON to a buffer; restored afterwards."""
+    logger = logging.getLogger("media_crawler")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    stream = io.StringIO()
+    configure(stream=stream)
+    yield lambda: [json.loads(line) for line in stream.getvalue().splitlines()]
+    logger.handlers[:], logger.level, logger.propagate = saved
+
+
+def test_item_lines_have_every_key_even_outside_a_run(captured):
+    log_item(stage="verify", platform="urls", canonical_url="http://example.org/a.jpg", outcome="ok")
+    (line,) = captured()
+    assert set(ITEM_KEYS) <= set(line) and {"ts", "level", "worker"} <= set(line)
+    assert line["run_id"] is None and line["task_id"] is None and line["level"] == "info"
+    assert "error_class" not in line and "bytes" not in line
+    assert re.match(TS_PATTERN, line["ts"])
+
+
+def test_failures_carry_their_class_at_warning_with_correlation_ids(captured):
+    with correlation(run_id="r-1", partition="2026-11-27|urls-x", step="media_downloads"):
+        log_item(stage="download", platform="urls", canonical_url="http://example.org/a.jpg", outcome="failed",
+                 task_id=42, attempt=3, duration_ms=12.345, error_class="http_5xx", bytes=10, message="HTTP 500")
+    (line,) = captured()
+    assert line["level"] == "warning" and line["error_class"] == "http_5xx" and line["task_id"] == "t_42"
+    assert (line["run_id"], line["partition"], line["step"]) == ("r-1", "2026-11-27|urls-x", "media_downloads")
+    assert line["duration_ms"] == 12.3 and line["bytes"] == 10 and line["error_message"] == "HTTP 500"
+
+
+def test_signed_urls_and_registered_secrets_are_scrubbed_in_every_field(captured, monkeypatch):
+    monkeypatch.setenv("WEIBO_COOKIE", "SUB=_2AkMobsFakeSub77; SUBP=0033WrobsFakeSubp")
+    register_environment_secrets()
+    log_item(stage="download", platform="weibo", outcome="ok",
+             canonical_url="https://m.weibo.cn/x.jpg?access_token=abc123secret&id=7",
+             note="cookie _2AkMobsFakeSub77 seen")
+    logging.getLogger("media_crawler.other").info("free text SUBP=0033WrobsFakeSubp",
+                                                  extra={"url": "https://cdn.example/v.mp4?upsig=deadbeef01"})
+    text = json.dumps(captured())
+    for secret in ("abc123secret", "_2AkMobsFakeSub77", "0033WrobsFakeSubp", "deadbeef01"):
+        assert secret not in text
+    assert "id=7" in text  # ordinary parameters stay readable
+    assert "0033WrobsFakeSubp" not in scrub_text("any text 0033WrobsFakeSubp")
+
+
+def test_default_handler_writes_to_whatever_stdout_is_now():
+    logger = logging.getLogger("media_crawler")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    logger.handlers[:] = []
+    try:
+        ensure_configured()
+        first = logger.handlers[0]
+        ensure_configured()  # idempotent: a command's own choice is never replaced
+        assert logger.handlers == [first]
+        redirected = io.StringIO()
+        with contextlib.redirect_stdout(redirected):
+            logging.getLogger("media_crawler.items").info("hello")
+        assert json.loads(redirected.getvalue())["msg"] == "hello"
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved
+
+
+def test_formatter_survives_values_json_cannot_encode():
+    record = logging.LogRecord("dagster", logging.INFO, "", 0, "msg %s", ("x",), None)
+    record.odd = object()
+    record.dagster_meta = {"run_id": "r-9", "step_key": "media_records", "dagster_event": None}
+    line = json.loads(JsonFormatter().format(record))
+    assert line["run_id"] == "r-9" and line["step"] == "media_records" and line["msg"] == "msg x"
+    assert "dagster_meta" not in line and line["odd"].startswith("<object")

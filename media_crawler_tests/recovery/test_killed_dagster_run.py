@@ -1,0 +1,81 @@
+"""A SIGKILLed `media-crawler crawl` leaves its Dagster run STARTED: the restart fails it and the partition converges."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+
+from media_crawler.commands.crawl import crawl
+from media_crawler.commands.home import INSTANCE_TEMPLATE
+from media_crawler.commands.rerun_failed import rerun
+from media_crawler.config import load_config
+from media_crawler.recovery.crashpoints import AFTER_LINK_BEFORE_LEDGER, CRASH_ENV
+from media_crawler.sim.server import Simulator
+from media_crawler.store.ledger import Ledger
+from media_crawler_tests.recovery.support import (
+    assert_converged, media_requests, partition_truth, write_recovery_config,
+)
+
+
+@pytest.fixture
+def dagster_home(tmp_path, monkeypatch):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copyfile(INSTANCE_TEMPLATE, home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    with DagsterInstance.get() as instance:  # create the storage once, here, not in the killed child
+        yield instance
+
+
+def crawl_command(config, day: str, source: str) -> list[str]:
+    return [sys.executable, "-m", "media_crawler.cli", "crawl", "--config", str(config), "--day", day,
+            "--source", source]
+
+
+def partition_runs(instance, partition: str) -> list:
+    return [record.dagster_run for record in instance.get_run_records(RunsFilter(tags={"dagster/partition": partition}))]
+
+
+def test_crawl_killed_between_link_and_ledger_is_failed_then_rerun_failed_finishes_it(
+        crawl_home, simulator, dagster_home):
+    config = load_config(write_recovery_config(crawl_home, simulator))
+    killed = subprocess.run(crawl_command(config.path, "2026-11-26", "weibo-678"), capture_output=True,
+                            env={**os.environ, CRASH_ENV: f"{AFTER_LINK_BEFORE_LEDGER}:3"}, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    [run] = partition_runs(dagster_home, "2026-11-26|weibo-678")
+    assert run.status == DagsterRunStatus.STARTED, "a killed run never reports its own end"
+
+    assert rerun(str(config.path), instance=dagster_home) == 0
+    assert dagster_home.get_run_by_id(run.run_id).status == DagsterRunStatus.FAILURE
+    assert [r.status for r in partition_runs(dagster_home, "2026-11-26|weibo-678")] == [
+        DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE]
+    assert_converged(config.store_root, Ledger(config.ledger_url),
+                     partition_truth(simulator.truth(), [("weibo-678", "2026-11-26")]))
+    assert rerun(str(config.path), instance=dagster_home) == 0  # nothing left: a no-op
+
+
+def test_crawl_killed_mid_download_converges_when_crawled_again(crawl_home, dagster_home):
+    with Simulator(seed=1, port=0, media_latency_ms=150) as sim:
+        config = load_config(write_recovery_config(crawl_home, sim))
+        start = media_requests(sim)
+        child = subprocess.Popen(crawl_command(config.path, "2026-11-27", "weibo-679"),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while media_requests(sim) < start + 3 and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        child.kill()  # a few media answered, the rest in flight: a kill mid-download
+        child.wait()
+        assert Ledger(config.ledger_url).state_counts().get("downloading"), "the kill landed mid-download"
+
+        outcome = crawl(config.path, ["2026-11-27"], ["weibo-679"], instance=dagster_home)
+        assert not outcome.failed
+        runs = partition_runs(dagster_home, "2026-11-27|weibo-679")
+        assert [r.status for r in runs] == [DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE]
+        assert_converged(config.store_root, Ledger(config.ledger_url),
+                         partition_truth(sim.truth(), [("weibo-679", "2026-11-27")]))

@@ -1,0 +1,83 @@
+"""`rerun-failed`: which partitions it picks (failed latest run, unfinished ledger rows) and which it leaves alone."""
+from __future__ import annotations
+
+import pytest
+from dagster import DagsterInstance, DagsterRunStatus
+from dagster._core.test_utils import create_run_for_test
+
+from media_crawler.cli import main as cli_main
+from media_crawler.commands.crawl import register_sources
+from media_crawler.commands.rerun_failed import parse_span, rerun
+from media_crawler.config import load_config
+from media_crawler.recovery.liveness import process_token
+from media_crawler.recovery.runs import PROCESS_TAG, fail_dead_runs, failed_partitions
+from media_crawler.store.ledger import Ledger
+from media_crawler_tests.recovery.support import write_recovery_config
+
+
+@pytest.fixture
+def instance():
+    with DagsterInstance.ephemeral() as inst:
+        yield inst
+
+
+def make_run(instance, partition: str, status: DagsterRunStatus, **tags):
+    return create_run_for_test(instance, job_name="crawl", status=status, tags={"dagster/partition": partition, **tags})
+
+
+def test_failed_partitions_take_the_latest_run_of_each_partition(instance):
+    make_run(instance, "2026-11-25|weibo-678", DagsterRunStatus.FAILURE)
+    make_run(instance, "2026-11-25|weibo-678", DagsterRunStatus.SUCCESS)  # fixed since
+    make_run(instance, "2026-11-26|weibo-678", DagsterRunStatus.FAILURE)
+    latest = make_run(instance, "2026-11-26|weibo-678", DagsterRunStatus.FAILURE)  # failed again
+    other = make_run(instance, "2026-11-27|weibo-678", DagsterRunStatus.FAILURE)
+    assert [(p.partition, p.run_id) for p in failed_partitions(instance)] == [
+        ("2026-11-26|weibo-678", latest.run_id), ("2026-11-27|weibo-678", other.run_id)]
+
+
+def test_only_runs_whose_process_is_gone_are_marked_failed(instance):
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_token = process_token(child.pid)
+    child.wait()
+    dead = make_run(instance, "2026-11-25|weibo-678", DagsterRunStatus.STARTED, **{PROCESS_TAG: dead_token})
+    alive = make_run(instance, "2026-11-26|weibo-678", DagsterRunStatus.STARTED, **{PROCESS_TAG: process_token()})
+    unknown = make_run(instance, "2026-11-27|weibo-678", DagsterRunStatus.STARTED)
+    assert [run.run_id for run in fail_dead_runs(instance)] == [dead.run_id]
+    statuses = {run_id: instance.get_run_by_id(run_id).status for run_id in (dead.run_id, alive.run_id, unknown.run_id)}
+    assert statuses == {dead.run_id: DagsterRunStatus.FAILURE, alive.run_id: DagsterRunStatus.STARTED,
+                        unknown.run_id: DagsterRunStatus.STARTED}
+
+
+def test_dry_run_lists_failed_and_unfinished_partitions_and_skips_busy_ones(crawl_home, simulator, instance, capsys):
+    config = load_config(write_recovery_config(crawl_home, simulator))
+    register_sources(instance, config)
+    make_run(instance, "2026-11-25|weibo-678", DagsterRunStatus.FAILURE)
+    make_run(instance, "2026-11-26|bilibili-12345", DagsterRunStatus.FAILURE)
+    make_run(instance, "2026-11-26|bilibili-12345", DagsterRunStatus.STARTED, **{PROCESS_TAG: process_token()})
+    make_run(instance, "2026-11-25|unknown-1", DagsterRunStatus.FAILURE)
+    from media_crawler.models import DayWindow
+    from media_crawler.pipeline.discover import discover
+    from media_crawler.pipeline.runtime import Runtime
+
+    discover(Runtime.from_config(config), config.source_by_key("facebook-42"), DayWindow.parse("2026-11-25"))
+    assert Ledger(config.ledger_url).state_counts() == {"discovered": 5}
+    assert rerun(str(config.path), instance=instance, dry_run=True) == 0
+    err = capsys.readouterr().err
+    assert "would re-run 2026-11-25 weibo-678: latest run" in err
+    assert "would re-run 2026-11-25 facebook-42: 5 unfinished item(s)" in err
+    assert "bilibili-12345" not in err, "its latest run is in progress: not failed (yet)"
+    assert "2026-11-25|unknown-1: source not in" in err
+    assert Ledger(config.ledger_url).state_counts() == {"discovered": 5}, "a dry run changes nothing"
+
+
+def test_since_spans_and_the_command_line(crawl_home, simulator, monkeypatch, tmp_path):
+    assert parse_span("90m").total_seconds() == 5400 and parse_span("7d").days == 7
+    config = write_recovery_config(crawl_home, simulator)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    (tmp_path / "dagster_home").mkdir()
+    assert cli_main(["rerun-failed", "--config", str(config), "--since", "2h", "--dry-run"]) == 0
+    with pytest.raises(SystemExit):
+        cli_main(["rerun-failed", "--since", "yesterday"])

@@ -1,0 +1,108 @@
+"""The ledger's batched writes, on SQLite and (when it runs) PostgreSQL: insert-if-absent,
+record_discovered over large batches, and apply() as executemany with lease guards."""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from sqlalchemy import select
+
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.models import MediaRecord
+from media_crawler.store import schema
+from media_crawler.store.ledger import COMMITTED, DISCOVERED, DOWNLOADED, FAILED, GONE, Ledger
+from media_crawler_tests.conftest import require_service
+
+
+def record(n: int, url: str | None = None) -> MediaRecord:
+    return MediaRecord(platform="urls", item_id=f"id{n}", variant="file", kind="image",
+                       canonical_url=f"https://example.org/{n}", media_url=url or f"https://cdn.example.org/{n}.jpg")
+
+
+@pytest.fixture(scope="module")
+def postgres_admin():
+    require_service("PostgreSQL", 5432)
+    import psycopg2
+
+    admin = psycopg2.connect(host="127.0.0.1", port=5432, user="postgres", dbname="postgres")
+    admin.autocommit = True
+    names: list[str] = []
+    yield admin, names
+    from media_crawler.store.database import dispose_engines
+
+    dispose_engines()
+    with admin.cursor() as cursor:
+        for name in names:
+            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger(request, tmp_path):
+    if request.param == "sqlite":
+        return Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    admin, names = request.getfixturevalue("postgres_admin")
+    name = f"mc_test_{uuid.uuid4().hex[:12]}"
+    with admin.cursor() as cursor:
+        cursor.execute(f'CREATE DATABASE "{name}"')
+    names.append(name)
+    return Ledger(f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}")
+
+
+def test_insert_if_absent_inserts_only_new_identities_and_leaves_existing_rows_alone(ledger):
+    assert [r.item_id for r in ledger.insert_if_absent([record(1), record(2)], source_key="s", day="d")] == ["id1", "id2"]
+    [first, _] = ledger.tasks()
+    ledger.apply([(first.id, None, {"state": COMMITTED})])
+
+    again = ledger.insert_if_absent([record(1, url="https://cdn.example.org/new.jpg"), record(2), record(3)],
+                                    source_key="s", day="d2", run_id="r2")
+    assert [r.item_id for r in again] == ["id3"]
+    rows = {task.item_id: task for task in ledger.tasks()}
+    assert rows["id1"].state == COMMITTED and rows["id1"].media_url == "https://cdn.example.org/1.jpg"
+    assert rows["id3"].state == DISCOVERED and rows["id3"].day == "d2" and rows["id3"].attempts == 0
+    assert ledger.insert_if_absent([record(1), record(3)], source_key="s", day="d") == []
+    assert ledger.insert_if_absent([], source_key="s", day="d") == []
+
+
+def test_record_discovered_counts_a_large_mixed_batch_like_one_row_at_a_time(ledger):
+    first = ledger.record_discovered([record(n) for n in range(1200)], source_key="s", day="d")
+    assert (first.new, first.skipped_seen, first.in_progress, first.requeued) == (1200, 0, 0, 0)
+    tasks = ledger.tasks()
+    assert len(tasks) == 1200 and {t.state for t in tasks} == {DISCOVERED}
+    by_item = {t.item_id: t for t in tasks}
+    boom = CrawlError(ErrorClass.HTTP_5XX, "boom")
+    ledger.apply([(by_item["id0"].id, None, {"state": COMMITTED}), (by_item["id1"].id, None, {"state": GONE}),
+                  (by_item["id2"].id, None, Ledger.failed(boom, 5, None))])
+
+    batch = [record(n) for n in range(1300)] + [record(5, url="https://cdn.example.org/moved.jpg"), record(1250)]
+    again = ledger.record_discovered(batch, source_key="s", day="d")
+    # 0 and 1 are seen; 2 failed and is requeued; 3..1199 are in progress (5 twice);
+    # 1200..1299 are new, and 1250 listed twice is one row.
+    assert (again.new, again.skipped_seen, again.requeued, again.in_progress) == (100, 2, 1, 1197 + 1 + 1)
+    by_item = {t.item_id: t for t in ledger.tasks()}
+    assert len(by_item) == 1300
+    assert by_item["id2"].state == DISCOVERED and by_item["id2"].attempts == 0
+    assert by_item["id5"].media_url == "https://cdn.example.org/moved.jpg"
+    assert by_item["id0"].state == COMMITTED and by_item["id1"].state == GONE
+
+
+def test_apply_writes_many_shapes_in_order_and_respects_lease_owners(ledger):
+    ledger.record_discovered([record(n) for n in range(10)], source_key="s", day="d")
+    mine = ledger.claim(source_key="s", day="d", owner="a", lease_s=60, limit=6)
+    theirs = ledger.claim(source_key="s", day="d", owner="b", lease_s=60)
+    now = time.time()
+    changes = [(task.id, "a", Ledger.downloaded("ab" * 32, 10, None, now)) for task in mine[:4]]
+    changes += [(task.id, "a", Ledger.downloaded("cd" * 32, 20, '"e"', now)) for task in theirs]  # not ours: skipped
+    changes += [(mine[4].id, "a", Ledger.failed(CrawlError(ErrorClass.NOT_FOUND, "404"), 1, None))]
+    changes += [(mine[5].id, None, {"state": FAILED}), (mine[5].id, None, {"state": COMMITTED, "size": 7})]
+    assert ledger.apply(changes) == 4 + 1 + 2
+    states = {task.id: task for task in ledger.tasks()}
+    assert all(states[t.id].state == DOWNLOADED and states[t.id].sha256 == "ab" * 32 for t in mine[:4])
+    assert all(states[t.id].state == "downloading" and states[t.id].sha256 is None for t in theirs)
+    assert states[mine[4].id].state == GONE
+    assert states[mine[5].id].state == COMMITTED and states[mine[5].id].size == 7  # the later change wins
+    with ledger.engine.connect() as conn:
+        stamps = conn.execute(select(schema.tasks.c.updated_at).where(schema.tasks.c.id == mine[0].id)).scalar()
+    assert stamps >= now
+    assert ledger.apply([]) == 0
