@@ -22,7 +22,10 @@ export BENCH_WORK="${BENCH_WORK:-/tmp/media-bench}"
 # bench.py substitutes {feed} (the set's feed URL) and {out} (a fresh empty folder per run)
 # and checks the files under {out} by content. 127.0.0.1 must be allowed explicitly:
 # the crawler refuses internal hosts otherwise.
-export BENCH_PROJECT_CMD="${BENCH_PROJECT_CMD:-$REPO/.venv/bin/media-crawler fetch-urls --feed {feed} --store {out} --allow-host 127.0.0.1 --workers 8}"
+if [ -z "${BENCH_PROJECT_CMD:-}" ]; then
+  BENCH_PROJECT_CMD="$REPO/.venv/bin/media-crawler fetch-urls --feed {feed} --store {out} --allow-host 127.0.0.1 --workers 8"
+fi
+export BENCH_PROJECT_CMD
 export PHASES="${PHASES:-phys clean small fault fault2 big}"
 BIG_TOOLS="${BIG_TOOLS:-req_pool8,aria2c,curl,project}"
 BIG_REPS="${BIG_REPS:-3}"

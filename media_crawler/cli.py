@@ -15,6 +15,7 @@ COMMANDS = {
     "sim": ("media_crawler.sim", "run the built-in platform simulator on 127.0.0.1"),
     "crawl": ("media_crawler.commands.crawl", "crawl sources for days through Dagster (registers partitions)"),
     "demo": ("media_crawler.commands.demo", "start the simulator and crawl it into ./var (make demo)"),
+    "ui": ("media_crawler.commands.ui", "simulator + dagster-daemon + dagster-webserver on 127.0.0.1 (make ui)"),
     "normalize": ("media_crawler.commands.normalize", "print the records a saved API response yields"),
     "fetch-urls": ("media_crawler.commands.fetch_urls", "download a plain URL list without Dagster"),
     "export": ("media_crawler.commands.export", "write the manifest of committed media as JSON lines"),

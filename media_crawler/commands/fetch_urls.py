@@ -8,6 +8,7 @@ second run over the same list resumes and downloads nothing twice.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 import threading
@@ -66,12 +67,19 @@ class BatchedLines:
             if self._dirty:
                 with self._lock:
                     self._dirty = False
-                    self._stream.flush()
+                    try:
+                        self._stream.flush()
+                    except (OSError, ValueError):  # the reader left (`| head`): close() reports it
+                        return
 
 
 def run(args: argparse.Namespace) -> int:
     from media_crawler.observe.logging import ROOT_LOGGER, configure
 
+    # Thousands of items make millions of short-lived objects and almost no
+    # reference cycles: collect the young generation less often.
+    thresholds = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 100)
     batched = None if sys.stdout.isatty() else BatchedLines(sys.stdout)
     configure(stream=batched)
     if batched is not None:
@@ -82,12 +90,15 @@ def run(args: argparse.Namespace) -> int:
         if batched is not None:
             batched.close()
             configure()  # back to the plain stdout handler for whatever runs next in this process
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
 
 
 def _fetch(args: argparse.Namespace) -> int:
     from media_crawler.models import DayWindow, Source
     from media_crawler.pipeline.fetch_list import fetch_list
 
+    gc.freeze()  # the modules just imported: long-lived, never worth another look
     store = Path(args.store).resolve()
     config = config_from_dict({
         "store": str(store),

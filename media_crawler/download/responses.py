@@ -13,6 +13,10 @@ from typing import Mapping, Sequence
 from urllib.parse import urljoin, urlsplit
 
 import requests
+from requests.cookies import RequestsCookieJar
+from requests.sessions import merge_setting
+from requests.structures import CaseInsensitiveDict
+from requests.utils import get_netrc_auth
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import Timeouts, check_url, parse_retry_after, redact_url
@@ -61,8 +65,12 @@ def _send(session: requests.Session, url: str, headers: Mapping[str, str], timeo
     # Messages name the exception type, never str(exc): requests puts the full
     # URL, query string and signature included, into its exception text.
     try:
-        request = session.prepare_request(requests.Request("GET", url, headers=dict(headers)))
-        settings = _environment_settings(session, request.url)
+        if url.isascii():
+            settings, netrc = _environment_settings(session, url)
+            request = _prepare_get(session, url, headers, netrc)
+        else:  # an IDN host or a raw non-ASCII path: requests' own normalization comes first
+            request = session.prepare_request(requests.Request("GET", url, headers=dict(headers)))
+            settings, _netrc = _environment_settings(session, request.url)
         return session.send(request, timeout=timeouts.for_requests(), allow_redirects=False, **settings)
     except (requests.ConnectTimeout, requests.ReadTimeout) as exc:
         raise CrawlError(ErrorClass.NETWORK_TIMEOUT, f"{type(exc).__name__} from {safe_url}") from None
@@ -77,13 +85,34 @@ def _send(session: requests.Session, url: str, headers: Mapping[str, str], timeo
 # os.environ twice for proxies and no_proxy), which cost more CPU per media
 # request than the HTTP exchange itself; the environment does not change
 # during a crawl, so it is read once per origin.
-_SETTINGS_CACHE: "weakref.WeakKeyDictionary[requests.Session, dict]" = weakref.WeakKeyDictionary()
+_SETTINGS_CACHE: "weakref.WeakKeyDictionary[requests.Session, dict[tuple, tuple[dict, bool]]]" = (
+    weakref.WeakKeyDictionary())
 _SETTINGS_CACHE_MAX = 512
 
 
-def _environment_settings(session: requests.Session, url: str) -> dict:
-    """What `Session.request` would pass to `send` for this URL: proxies (env and
-    no_proxy included), stream=True, verify (CA bundle variables), cert."""
+def _prepare_get(session: requests.Session, url: str, headers: Mapping[str, str], netrc: bool):
+    """`session.prepare_request` for a body-less GET.
+
+    What that merges in (cookies, auth, netrc credentials, params, request
+    hooks) is usually empty for media downloads; then the request is built
+    from the URL and the merged headers alone, which is what prepare_request
+    would produce. Whenever any of them is present, prepare_request runs.
+    """
+    if (session.cookies or session.auth or session.params or any(session.hooks.values())
+            or netrc or "@" in urlsplit(url).netloc):
+        return session.prepare_request(requests.Request("GET", url, headers=dict(headers)))
+    prepared = requests.PreparedRequest()
+    prepared.prepare_method("GET")
+    prepared.prepare_url(url, None)
+    prepared.prepare_headers(merge_setting(dict(headers), session.headers, dict_class=CaseInsensitiveDict))
+    prepared.prepare_cookies(RequestsCookieJar())
+    return prepared
+
+
+def _environment_settings(session: requests.Session, url: str) -> tuple[dict, bool]:
+    """What `Session.request` would pass to `send` for this URL (proxies, env and
+    no_proxy included; stream=True; verify, CA bundle variables included; cert),
+    and whether a netrc entry would add credentials to the request."""
     parts = urlsplit(url)
     key = (parts.scheme, parts.netloc, session.trust_env, tuple(sorted((session.proxies or {}).items())),
            repr(session.verify), repr(session.cert))
@@ -95,6 +124,7 @@ def _environment_settings(session: requests.Session, url: str) -> dict:
         if len(per_session) >= _SETTINGS_CACHE_MAX:
             per_session.clear()
         settings = session.merge_environment_settings(url, {}, True, None, None)
+        settings = (settings, bool(session.trust_env and get_netrc_auth(url)))
         per_session[key] = settings
     return settings
 

@@ -8,7 +8,8 @@ adds what a download needs between attempts:
 - rate_limited: slow the platform's shared budget, wait per Retry-After;
 - restart_part classes (bad_signature, hash_mismatch, corrupt_media): drop
   the .part and its validator, so the next attempt starts clean;
-- truncated_body / network_timeout: keep the .part, the next attempt resumes;
+- truncated_body / network_timeout: keep the .part, the next attempt resumes
+  (an item's first cut at once: only the rest of the body is asked for);
 - url_expired: ask `resolve()` for a fresh signed URL, retry without waiting;
 - permanent classes: raise at once (and drop the .part of a `gone` item).
 
@@ -174,6 +175,12 @@ def download_with_retries(
                 return None  # the same signed URL will keep answering 403
             current.url = resolve()
             return 0.0  # a fresh URL needs no cool-down
+        if error.error_class is ErrorClass.TRUNCATED_BODY and current.validator and not current.resumed_at_once:
+            # The first cut of an item resumes at once: the bytes already
+            # received stay in the .part and only the rest is asked for. A
+            # second cut backs off as the class says.
+            current.resumed_at_once = True
+            return 0.0
         return delay
 
     def describe() -> dict[str, str | None]:
@@ -194,6 +201,7 @@ class _Target:
 
     url: str
     validator: str | None
+    resumed_at_once: bool = False
 
     def remember(self, validator: str | None) -> None:
         self.validator = validator

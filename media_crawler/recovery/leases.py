@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import or_, select, update
 
 from media_crawler.recovery.liveness import is_dead, token_of_owner
+from media_crawler.store.database import lock_rows_in_id_order
 from media_crawler.store.ledger import DISCOVERED, DOWNLOADING, Ledger, T, Task
 
 STAGE_LEASE_S = 300.0
@@ -56,6 +57,7 @@ def release_dead_leases(ledger: Ledger, *, uncertain: bool = False, now: float |
     with ledger.engine.begin() as conn:
         for owner in release.dead_owners:
             held = T.c.lease_owner == owner
+            lock_rows_in_id_order(conn, T, held)  # PostgreSQL: one lock order with every other writer
             release.requeued += conn.execute(update(T).where(held, T.c.state == DOWNLOADING).values(
                 state=DISCOVERED, lease_owner=None, lease_expires_at=None, updated_at=stamp)).rowcount
             release.unleased += conn.execute(update(T).where(held).values(
@@ -110,12 +112,14 @@ class LeaseKeeper:
         self._stop.set()
         self._thread.join(timeout=5)
         with self.ledger.engine.begin() as conn:
+            lock_rows_in_id_order(conn, T, T.c.lease_owner == self.owner)
             conn.execute(update(T).where(T.c.lease_owner == self.owner).values(lease_owner=None, lease_expires_at=None))
 
     def _beat(self) -> None:
         while not self._stop.wait(self.lease_s / 3):
             try:
                 with self.ledger.engine.begin() as conn:
+                    lock_rows_in_id_order(conn, T, T.c.lease_owner == self.owner)
                     conn.execute(update(T).where(T.c.lease_owner == self.owner).values(
                         lease_expires_at=time.time() + self.lease_s))
             except Exception:  # a DB hiccup must not kill the stage; the next beat retries

@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -140,22 +141,17 @@ def _display(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-class _environment:
+@contextmanager
+def _environment(name: str, value: str | None):
     """Set one environment variable for a block (when value is not None)."""
-
-    def __init__(self, name: str, value: str | None) -> None:
-        self.name, self.value, self.saved = name, value, None
-
-    def __enter__(self):
-        if self.value is not None:
-            self.saved = os.environ.get(self.name)
-            os.environ[self.name] = self.value
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        if self.value is None:
-            return
-        if self.saved is None:
-            os.environ.pop(self.name, None)
-        else:
-            os.environ[self.name] = self.saved
+    saved = os.environ.get(name)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if value is not None:
+            if saved is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = saved

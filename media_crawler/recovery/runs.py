@@ -1,20 +1,24 @@
 """Dagster's side of a crash: runs left STARTED by a dead process, and what to re-run.
 
-A SIGKILLed `media-crawler crawl` (or `dagster asset materialize`) never
-writes its run's end: the run stays STARTED, looks alive in the UI, and
-counts against concurrency limits. Run monitoring cannot help here: the
-default run launcher offers no health check, so monitoring only ends such a
-run after max_runtime_seconds. So every run records the process that
-executes it (PROCESS_TAG: host/pid/start, see liveness.py), and whoever
-comes next on the same host (a restarted crawl, `rerun-failed`, the
-unfinished-partitions sensor) marks the run failed once that process is gone:
-`instance.report_run_failed`, reason UNEXPECTED_TERMINATION, so Dagster's run
-retries treat it like a crashed run worker. Runs on other hosts are left to
-run monitoring.
+A run launched by the daemon executes in a process the code server started;
+when that process is SIGKILLed, the code server notices and fails the run
+itself (checked with Dagster 1.13: "Run execution process ... was terminated
+by signal 9"), and run retries take over. A run executed in a command's own
+process (`media-crawler crawl`, `dagster asset materialize`) has nobody
+watching: SIGKILLed, it never writes its end and stays STARTED, looks alive
+in the UI and blocks `rerun-failed`. Run monitoring cannot help: the default
+run launcher offers no health check, so monitoring ends such a run only after
+max_runtime_seconds. So every run records the process that executes it
+(PROCESS_TAG: host/pid/start, see liveness.py), and whoever comes next on the
+same host (a restarted crawl, `rerun-failed`, the unfinished-partitions
+sensor) marks the run failed once that process is gone:
+`instance.report_run_failed`, reason UNEXPECTED_TERMINATION, as Dagster does
+for a crashed run worker. Runs on other hosts are left to run monitoring.
 """
 from __future__ import annotations
 
 import multiprocessing
+import os
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -26,9 +30,10 @@ PROCESS_TAG = "media_crawler/process"
 PARTITION_TAG = "dagster/partition"
 IN_FLIGHT = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
              DagsterRunStatus.STARTED)
-# Executors whose steps run in the run worker or in its child processes: only
-# there does "the step's process (or its parent)" name the run's process.
-_LOCAL_EXECUTORS = {"in_process", "multiprocess", "multi_or_in_process_executor", "execute_in_process_executor"}
+# Executors whose steps run in the run worker itself, or in its child processes:
+# only there does "this process, or its parent" name the run's process.
+_IN_PROCESS_EXECUTORS = {"in_process", "execute_in_process_executor"}
+_MULTIPROCESS_EXECUTORS = {"multiprocess", "multi_or_in_process_executor"}
 
 
 def process_tags() -> dict[str, str]:
@@ -37,16 +42,35 @@ def process_tags() -> dict[str, str]:
 
 
 def record_run_process(context) -> None:
-    """From inside a step: tag the run with the process that executes it, if untagged.
-
-    In-process steps run in the run worker itself; multiprocess steps run in
-    its children, so the parent is the run worker. Other executors (Celery)
-    run steps elsewhere and are left untagged.
-    """
-    if context.run.tags.get(PROCESS_TAG) or context.job_def.executor_def.name not in _LOCAL_EXECUTORS:
+    """From inside a step: tag the run with the process that executes it (the run
+    worker), if the stored run has no such tag yet. Left untagged when the
+    executor runs steps elsewhere (Celery) or the run worker cannot be named."""
+    pid = _run_worker_pid(context)
+    if pid is None:
         return
+    # The stored run, not context.run: a multiprocess step gets the run as it was when the run began.
+    stored = context.instance.get_run_by_id(context.run_id)
+    if stored is None or stored.tags.get(PROCESS_TAG):
+        return
+    token = process_token(pid)
+    if is_dead(token):
+        return  # the run worker died while this step was starting: nothing alive to record
+    context.instance.add_run_tags(context.run_id, {PROCESS_TAG: token})
+
+
+def _run_worker_pid(context) -> int | None:
+    """The run worker's pid as seen from a step: this process for in-process
+    execution; for multiprocess execution the parent of this step process (with
+    the default spawn start method; a forkserver's children have the server as parent)."""
+    executor = context.job_def.executor_def.name
+    config = (context.run.run_config.get("execution") or {}).get("config") or {}
+    if executor in _IN_PROCESS_EXECUTORS or (executor == "multi_or_in_process_executor" and "in_process" in config):
+        return os.getpid()
+    if executor not in _MULTIPROCESS_EXECUTORS:
+        return None
+    start_method = (config.get("multiprocess") or config).get("start_method") or {}
     parent = multiprocessing.parent_process()
-    context.instance.add_run_tags(context.run_id, {PROCESS_TAG: process_token(parent.pid if parent else None)})
+    return parent.pid if parent is not None and "forkserver" not in start_method else None
 
 
 def fail_dead_runs(instance: DagsterInstance) -> list[DagsterRun]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
-from sqlalchemy import Engine, create_engine, event, inspect, select
+from sqlalchemy import ColumnElement, Engine, Table, create_engine, event, inspect, select
 from sqlalchemy.engine import Connection
 
 from media_crawler.store import schema
@@ -76,6 +76,28 @@ def _create(url: str) -> Engine:
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+
+
+def lock_rows_in_id_order(conn: Connection, table: Table, *where: ColumnElement[bool]) -> None:
+    """PostgreSQL: take the row locks a multi-row write will need, up front, in id order.
+
+    Two transactions updating overlapping rows in different orders deadlock (a
+    download batch lands in completion order while a discovery of another day
+    refreshes the same undated rows in feed order, or a heartbeat scans them in
+    heap order). Locking in one global order first makes the second writer wait
+    for the first instead. SQLite needs nothing: BEGIN IMMEDIATE admits one
+    writer at a time.
+    """
+    if conn.dialect.name != "postgresql":
+        return
+    conn.execute(select(table.c.id).where(*where).order_by(table.c.id).with_for_update())
+
+
+def lock_ids_in_order(conn: Connection, table: Table, ids: Iterable[int]) -> None:
+    """`lock_rows_in_id_order` for rows known by id (nothing to do for none)."""
+    wanted = sorted(set(ids))
+    if wanted:
+        lock_rows_in_id_order(conn, table, table.c.id.in_(wanted))
 
 
 # Each step upgrades the schema from version N-1 to N. Version 1 creates the tables.

@@ -17,7 +17,7 @@ from media_crawler.errors import CrawlError, FinalState
 from media_crawler.models import MediaRecord, iso_utc
 from media_crawler.recovery.crashpoints import MID_LEDGER_BATCH, crash_point
 from media_crawler.store import schema
-from media_crawler.store.database import get_engine, migrate
+from media_crawler.store.database import get_engine, lock_ids_in_order, lock_rows_in_id_order, migrate
 
 T = schema.tasks
 
@@ -140,6 +140,9 @@ class Ledger:
                     later = latest_url[key]
                     columns.update(media_url=later.media_url, backup_urls=json.dumps(list(later.backup_urls)))
                 rows.append(_new_row(columns, source_key=source_key, day=day, run_id=run_id, now=now))
+            # Row locks in one order: the rows to refresh by id, the new ones by identity.
+            lock_ids_in_order(conn, T, (row_id for row_id, _owner, _values in updates))
+            rows.sort(key=lambda row: (row["platform"], row["item_id"], row["variant"]))
             inserted = _insert_absent(conn, rows)
             summary.new += len(inserted)
             summary.in_progress += len(rows) - len(inserted)  # a concurrent run inserted them first
@@ -201,6 +204,7 @@ class Ledger:
     def heartbeat(self, owner: str, lease_s: float) -> int:
         now = time.time()
         with self.engine.begin() as conn:
+            lock_rows_in_id_order(conn, T, T.c.lease_owner == owner, T.c.state == DOWNLOADING)
             return conn.execute(update(T).where(T.c.lease_owner == owner, T.c.state == DOWNLOADING).values(
                 lease_expires_at=now + lease_s)).rowcount
 
@@ -214,6 +218,7 @@ class Ledger:
         changes = list(changes)
         half = len(changes) // 2
         with self.engine.begin() as conn:
+            lock_ids_in_order(conn, T, (task_id for task_id, _owner, _values in changes))
             # Consecutive changes of one shape (same columns, guarded or not) go
             # out as one executemany: thousands of rows cost a few statements.
             changed += _update_many(conn, changes[:half], now)

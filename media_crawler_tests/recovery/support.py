@@ -2,11 +2,19 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import select
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
-from sqlalchemy import func, select
+import yaml
+from sqlalchemy import func
+from sqlalchemy import select as sql_select
 
+from media_crawler.commands.demo import demo_sources
 from media_crawler.models import Source
 from media_crawler.store.ledger import Ledger, T
 
@@ -44,8 +52,8 @@ def assert_converged(store_root: Path, ledger: Ledger, expected: set[str]) -> No
     assert set(states) <= {"committed"}, states
     assert {t.sha256 for t in ledger.tasks(states=["committed"])} == expected
     with ledger.engine.connect() as conn:
-        keys = Counter(tuple(row) for row in conn.execute(select(T.c.platform, T.c.item_id, T.c.variant)))
-        leased = conn.execute(select(func.count()).where(T.c.lease_owner.is_not(None))).scalar()
+        keys = Counter(tuple(row) for row in conn.execute(sql_select(T.c.platform, T.c.item_id, T.c.variant)))
+        leased = conn.execute(sql_select(func.count()).where(T.c.lease_owner.is_not(None))).scalar()
     assert max(keys.values()) == 1, "duplicate ledger rows"
     assert leased == 0, "leases left behind"
 
@@ -58,10 +66,6 @@ def media_requests(sim) -> int:
 def write_recovery_config(home: Path, sim, sources: list[dict] | None = None, **extra) -> Path:
     """A sources.yaml pointed at `sim`, with its own store and ledger under `home`, and no
     request-rate limit worth waiting for (the rate budget is tested elsewhere)."""
-    import yaml
-
-    from media_crawler.commands.demo import demo_sources
-
     data = demo_sources(sim.base_url)
     if sources is not None:
         data["sources"] = sources
@@ -79,10 +83,6 @@ class ForkServer:
     point (crash_at) or when `kill_when()` turns true while the crawl runs."""
 
     def __init__(self, env: dict | None = None) -> None:
-        import os
-        import subprocess
-        import sys
-
         repo = Path(__file__).resolve().parents[2]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "media_crawler_tests.recovery.crawl_worker", "--forks"],
@@ -93,8 +93,6 @@ class ForkServer:
 
     def wait_ready(self) -> "ForkServer":
         """Block until the server has imported everything (servers started together warm up together)."""
-        import json
-
         if not self._ready:
             assert json.loads(self.proc.stdout.readline()) == {"ready": True}
             self._ready = True
@@ -102,9 +100,6 @@ class ForkServer:
 
     def run(self, config: Path, partitions: list[str], *, crash_at: str | None = None, kill_when=None,
             log: Path | None = None) -> dict:
-        import json
-        import select
-
         self.wait_ready()
         job = {"config": str(config), "partitions": partitions, "crash_at": crash_at,
                "log": str(log or config.parent / "crawl.log")}

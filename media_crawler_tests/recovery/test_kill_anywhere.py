@@ -12,7 +12,7 @@ from media_crawler.recovery.crashpoints import POINTS
 from media_crawler.store.ledger import Ledger
 from media_crawler.sim.server import Simulator
 from media_crawler_tests.recovery.support import (
-    ForkServer, assert_converged, media_requests, partition_truth, write_recovery_config,
+    ForkServer, assert_converged, committed_set, media_requests, partition_truth, write_recovery_config,
 )
 
 DAYS = {"weibo-678": "2026-11-26", "bilibili-12345": "2026-11-26", "facebook-42": "2026-11-25"}
@@ -30,8 +30,9 @@ def kill_plan(rng: random.Random) -> list[tuple[str, str | int]]:
     return plan
 
 
-def run_epoch(home, seed: int) -> tuple[Counter, int]:
-    """Kill a crawl per the seed's plan, restart each time, then finish it and check convergence."""
+def run_epoch(home, seed: int | None) -> tuple[Counter, int, set]:
+    """Kill a crawl per the seed's plan (none: the uninterrupted reference), restart each
+    time, then finish it and check convergence. Returns (kills, mid-download kills, committed set)."""
     kills: Counter[str] = Counter()
     mid_download = 0
     # Media answers take a while, so a kill chosen by "after k media answers" lands mid-download.
@@ -42,7 +43,7 @@ def run_epoch(home, seed: int) -> tuple[Counter, int]:
             partitions = [*DAYS.items(), (urls_key, "2026-11-27")]
             specs = [f"{key}|{day}" for key, day in partitions]
             config = load_config(write_recovery_config(home, sim))
-            for kind, arg in kill_plan(random.Random(seed)):
+            for kind, arg in (kill_plan(random.Random(seed)) if seed is not None else []):
                 if kind == "point":
                     outcome = server.run(config.path, specs, crash_at=str(arg))
                 else:
@@ -56,17 +57,21 @@ def run_epoch(home, seed: int) -> tuple[Counter, int]:
                     assert outcome["exit"] == 0, outcome
             final = server.run(config.path, specs)
             assert final["exit"] == 0, final
-            assert_converged(config.store_root, Ledger(config.ledger_url), partition_truth(sim.truth(), partitions))
+            ledger = Ledger(config.ledger_url)
+            assert_converged(config.store_root, ledger, partition_truth(sim.truth(), partitions))
         finally:
             server.close()
-    return kills, mid_download
+    return kills, mid_download, committed_set(ledger)
 
 
 def test_crawl_killed_anywhere_converges_to_the_simulator_truth(tmp_path):
-    with ThreadPoolExecutor(len(EPOCH_SEEDS)) as pool:
-        epochs = list(pool.map(lambda seed: run_epoch(tmp_path / f"epoch-{seed}", seed), EPOCH_SEEDS))
-    kills = sum((epoch_kills for epoch_kills, _ in epochs), Counter())
-    mid_download = sum(count for _, count in epochs)
+    seeds = [None, *EPOCH_SEEDS]  # None: the same crawl, never killed
+    with ThreadPoolExecutor(len(seeds)) as pool:
+        reference, *epochs = pool.map(lambda seed: run_epoch(tmp_path / f"epoch-{seed}", seed), seeds)
+    kills = sum((epoch_kills for epoch_kills, _, _ in epochs), Counter())
+    mid_download = sum(count for _, count, _ in epochs)
+    assert all(committed == reference[2] for _, _, committed in epochs), \
+        "every killed crawl ends with the uninterrupted crawl's committed set (platform, item, variant, sha256)"
     print(f"kills: {sum(kills.values())} {dict(kills)}; mid-download: {mid_download}")
     assert sum(kills.values()) >= 20
     assert set(POINTS) <= set(kills), f"points never reached: {set(POINTS) - set(kills)}"

@@ -1,0 +1,152 @@
+"""The ledger on PostgreSQL: versioned migrations under concurrent start, SKIP LOCKED claims, racing discoveries."""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from sqlalchemy import create_engine, select, text
+
+from media_crawler.models import MediaRecord
+from media_crawler.store import schema
+from media_crawler.store.database import dispose_engines, get_engine, migrate
+from media_crawler.store.ledger import DISCOVERED, DOWNLOADING, Ledger
+
+
+def record(n: int) -> MediaRecord:
+    return MediaRecord(platform="urls", item_id=f"id{n}", variant="file", kind="image",
+                       canonical_url=f"https://example.org/{n}", media_url=f"https://cdn.example.org/{n}.jpg")
+
+
+@pytest.fixture
+def fresh_url(postgres) -> str:
+    """A database of its own: these tests look at the schema from its very first migration."""
+    yield postgres.create()
+    dispose_engines()
+
+
+def test_migrations_run_once_when_many_workers_start_together(fresh_url):
+    engines = [create_engine(fresh_url) for _ in range(4)]  # separate pools: separate sessions
+    barrier = threading.Barrier(len(engines))
+
+    def start(engine):
+        barrier.wait()
+        return migrate(engine)
+
+    try:
+        with ThreadPoolExecutor(len(engines)) as pool:
+            versions = list(pool.map(start, engines))
+        assert versions == [schema.SCHEMA_VERSION] * len(engines)
+        with engines[0].connect() as conn:
+            applied = conn.execute(select(schema.schema_version.c.version)).scalars().all()
+        assert applied == list(range(1, schema.SCHEMA_VERSION + 1)), "each migration step is recorded exactly once"
+        assert migrate(engines[0]) == schema.SCHEMA_VERSION  # a restart migrates nothing
+    finally:
+        for engine in engines:
+            engine.dispose()
+
+
+def test_tables_without_a_schema_version_are_refused_not_recreated(fresh_url):
+    engine = get_engine(fresh_url)
+    migrate(engine)
+    with engine.begin() as conn:
+        conn.execute(text(f"DROP TABLE {schema.schema_version.name}"))
+    with pytest.raises(RuntimeError, match="without a schema version"):
+        migrate(engine)
+
+
+def test_concurrent_claimers_share_the_rows_without_overlap(fresh_url):
+    ledger = Ledger(fresh_url)
+    ledger.record_discovered([record(n) for n in range(300)], source_key="s", day="d")
+    claimed: dict[str, list[int]] = {}
+    barrier = threading.Barrier(4)
+
+    def claimer(owner: str) -> None:
+        barrier.wait()
+        mine = claimed.setdefault(owner, [])
+        while batch := ledger.claim(source_key="s", day="d", owner=owner, lease_s=60, limit=7):
+            mine.extend(task.id for task in batch)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(claimer, ["a", "b", "c", "d"]))
+    every_claim = [task_id for ids in claimed.values() for task_id in ids]
+    assert len(every_claim) == len(set(every_claim)) == 300, "a row was leased to two owners"
+    owners = {task.id: task for task in ledger.tasks()}
+    for owner, ids in claimed.items():
+        assert all(owners[i].state == DOWNLOADING for i in ids)
+
+
+def test_a_claim_skips_rows_another_transaction_holds_instead_of_waiting(fresh_url):
+    ledger = Ledger(fresh_url)
+    ledger.record_discovered([record(n) for n in range(10)], source_key="s", day="d")
+    ids = [task.id for task in ledger.tasks()]
+    holder = create_engine(fresh_url)
+    try:
+        with holder.connect() as conn, conn.begin():
+            # Another worker is in the middle of claiming the first four rows.
+            conn.execute(select(schema.tasks.c.id).where(schema.tasks.c.id.in_(ids[:4])).with_for_update())
+            with ThreadPoolExecutor(1) as pool:
+                claim = pool.submit(ledger.claim, source_key="s", day="d", owner="other", lease_s=60)
+                # A claim that waited for the lock would time out here (and be released on rollback).
+                got = claim.result(timeout=20)
+            assert [task.id for task in got] == ids[4:]
+        assert [task.id for task in ledger.claim(source_key="s", day="d", owner="late", lease_s=60)] == ids[:4]
+    finally:
+        holder.dispose()
+
+
+def test_two_runs_discovering_the_same_records_at_once_insert_each_once(fresh_url):
+    ledger = Ledger(fresh_url)
+    records = [record(n) for n in range(200)]
+    barrier = threading.Barrier(2)
+
+    def discover(run_id: str):
+        barrier.wait()
+        return ledger.record_discovered(records, source_key="s", day="d", run_id=run_id)
+
+    with ThreadPoolExecutor(2) as pool:
+        summaries = list(pool.map(discover, ["run-a", "run-b"]))
+    assert sum(summary.new for summary in summaries) == 200
+    tasks = ledger.tasks()
+    assert len(tasks) == 200 and {task.state for task in tasks} == {DISCOVERED}
+
+
+def in_lockstep(*loops, rounds: int = 30) -> None:
+    """Run each loop body `rounds` times in its own thread, all starting each round together;
+    the first error stops every thread (a broken barrier) and is raised here."""
+    barrier = threading.Barrier(len(loops), timeout=60)
+
+    def run(body) -> None:
+        try:
+            for n in range(rounds):
+                barrier.wait()
+                body(n)
+        except threading.BrokenBarrierError:
+            pass  # another thread failed first: its error is the one to see
+        except BaseException:
+            barrier.abort()
+            raise
+
+    with ThreadPoolExecutor(len(loops)) as pool:
+        for future in [pool.submit(run, body) for body in loops]:
+            future.result()
+
+
+def test_batches_touching_the_same_rows_in_opposite_orders_do_not_deadlock(fresh_url):
+    # Two download batches over shared rows, landing in different completion orders.
+    ledger = Ledger(fresh_url)
+    ledger.record_discovered([record(n) for n in range(40)], source_key="s", day="d")
+    ids = [task.id for task in ledger.tasks()]
+    in_lockstep(lambda n: ledger.apply([(task_id, None, {"attempts": n}) for task_id in ids]),
+                lambda n: ledger.apply([(task_id, None, {"attempts": n}) for task_id in reversed(ids)]))
+
+
+def test_discovery_and_a_download_batch_over_the_same_rows_do_not_deadlock(fresh_url):
+    # A discovery of another day refreshes undated rows in feed order while a
+    # download batch of the first day lands on them in completion order.
+    ledger = Ledger(fresh_url)
+    records = [record(n) for n in range(40)]
+    ledger.record_discovered(records, source_key="s", day="d")
+    ids = [task.id for task in ledger.tasks()]
+    in_lockstep(lambda n: ledger.record_discovered(list(reversed(records)), source_key="s", day="d2"),
+                lambda n: ledger.apply([(task_id, None, {"attempts": n}) for task_id in ids]))
