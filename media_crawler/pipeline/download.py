@@ -39,7 +39,10 @@ IN_STEP_ATTEMPTS = 4
 MAX_TOTAL_ATTEMPTS = 12
 # Delay before a later run retries an item that exhausted its in-step attempts.
 CROSS_RUN_BACKOFF_CAP_S = 1800.0
+# Ledger writes are batched (one transaction per batch, not per file), but never held
+# longer than FLUSH_AFTER_S: a crash loses at most that much finished work's records.
 FLUSH_EVERY = 100
+FLUSH_AFTER_S = 0.5
 
 
 @dataclass
@@ -118,6 +121,7 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
     halted: dict[str, CrawlError] = {}
     breaker = OutageBreaker()
     pending_changes: list = []
+    last_flush = time.monotonic()
 
     ids = current_correlation()  # worker threads do not inherit the step's context variables
     workers = workers or runtime.download_threads
@@ -142,9 +146,10 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
             # Guarded by our lease: if it was taken over, the new holder's result wins.
             pending_changes.append((task_id, owner, values))
             progress.advance(bytes=item.result.bytes_received if item.result else 0)
-            if len(pending_changes) >= FLUSH_EVERY:
+            if len(pending_changes) >= FLUSH_EVERY or time.monotonic() - last_flush > FLUSH_AFTER_S:
                 runtime.ledger.apply(pending_changes)
                 pending_changes.clear()
+                last_flush = time.monotonic()
                 crash_point(AFTER_DOWNLOAD_LEDGER)
         runtime.ledger.apply(pending_changes)
         crash_point(AFTER_DOWNLOAD_LEDGER)
