@@ -22,6 +22,19 @@ def require_service(name: str, port: int, host: str = "127.0.0.1") -> None:
     pytest.skip(message)
 
 
+@pytest.fixture(scope="module")
+def postgres():
+    """Fresh PostgreSQL databases on demand (`postgres.create()` gives a URL), dropped afterwards."""
+    require_service("PostgreSQL", 5432)
+    from media_crawler_tests.postgres import PostgresDatabases
+
+    databases = PostgresDatabases()
+    try:
+        yield databases
+    finally:
+        databases.drop_all()
+
+
 @pytest.fixture(scope="session")
 def simulator():
     from media_crawler.sim.server import Simulator

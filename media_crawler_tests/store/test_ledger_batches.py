@@ -3,7 +3,6 @@ record_discovered over large batches, and apply() as executemany with lease guar
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 from sqlalchemy import select
@@ -12,7 +11,6 @@ from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import MediaRecord
 from media_crawler.store import schema
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, DOWNLOADED, FAILED, GONE, Ledger
-from media_crawler_tests.conftest import require_service
 
 
 def record(n: int, url: str | None = None) -> MediaRecord:
@@ -20,34 +18,11 @@ def record(n: int, url: str | None = None) -> MediaRecord:
                        canonical_url=f"https://example.org/{n}", media_url=url or f"https://cdn.example.org/{n}.jpg")
 
 
-@pytest.fixture(scope="module")
-def postgres_admin():
-    require_service("PostgreSQL", 5432)
-    import psycopg2
-
-    admin = psycopg2.connect(host="127.0.0.1", port=5432, user="postgres", dbname="postgres")
-    admin.autocommit = True
-    names: list[str] = []
-    yield admin, names
-    from media_crawler.store.database import dispose_engines
-
-    dispose_engines()
-    with admin.cursor() as cursor:
-        for name in names:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.close()
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def ledger(request, tmp_path):
     if request.param == "sqlite":
         return Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
-    admin, names = request.getfixturevalue("postgres_admin")
-    name = f"mc_test_{uuid.uuid4().hex[:12]}"
-    with admin.cursor() as cursor:
-        cursor.execute(f'CREATE DATABASE "{name}"')
-    names.append(name)
-    return Ledger(f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}")
+    return Ledger(request.getfixturevalue("postgres").create())
 
 
 def test_insert_if_absent_inserts_only_new_identities_and_leaves_existing_rows_alone(ledger):
