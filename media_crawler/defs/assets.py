@@ -4,6 +4,7 @@ Assets hand work to each other through the ledger (rows advance from
 discovered to committed), so each returns only aggregate metadata.
 """
 
+import time
 from contextlib import contextmanager
 
 from dagster import (
@@ -135,7 +136,7 @@ def verified_media(context: AssetExecutionContext, crawler: CrawlerResource) -> 
     kinds={"python"},
     check_specs=[
         AssetCheckSpec(HASHES_MATCH, asset="committed_media", blocking=True,
-                       description="Every blob committed for this partition re-hashes to its name."),
+                       description="Every blob of this partition is in the store; those committed by this run re-hash to their names."),
         AssetCheckSpec(NOTHING_GONE, asset="committed_media",
                        description="Warns about items that are permanently unavailable (404, deleted, too large)."),
     ],
@@ -149,9 +150,10 @@ def committed_media(context: AssetExecutionContext, crawler: CrawlerResource):
     reported by a check but do not keep the partition red.
     """
     with _stage(context, crawler) as (runtime, source, window):
+        commit_started = time.time()
         report = commit_partition(runtime, source, window)
         progress = partition_progress(runtime, source, window)
-        mismatches = partition_blob_mismatches(runtime, source, window)
+        mismatches = partition_blob_mismatches(runtime, source, window, rehash_since=commit_started)
     if progress.unfinished:
         raise Failure(
             description=(f"{progress.unfinished} item(s) of {source.key} {window.day} are unfinished after their "
@@ -164,8 +166,8 @@ def committed_media(context: AssetExecutionContext, crawler: CrawlerResource):
         check_name=HASHES_MATCH, passed=not mismatches,
         metadata={"blobs_checked": progress.committed, "mismatches": len(mismatches),
                   "mismatched": MetadataValue.json(mismatches[:20])},
-        description="all committed blobs re-hash to their names" if not mismatches else
-        f"{len(mismatches)} blob(s) do not match their names",
+        description="all committed blobs are present; this run's commits re-hash to their names" if not mismatches
+        else f"{len(mismatches)} blob(s) missing or not matching their names",
     )
     yield AssetCheckResult(
         check_name=NOTHING_GONE, passed=progress.gone == 0, severity=AssetCheckSeverity.WARN,

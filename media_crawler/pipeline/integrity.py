@@ -4,11 +4,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from sqlalchemy import select
+
 from media_crawler.models import DayWindow, Source
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.store.cas import file_sha256
-from media_crawler.store.ledger import COMMITTED, FINISHED_STATES, GONE
+from media_crawler.store.ledger import COMMITTED, FINISHED_STATES, GONE, T
 
 
 @dataclass
@@ -44,13 +46,24 @@ def partition_progress(runtime: Runtime, source: Source, window: DayWindow) -> P
     return progress
 
 
-def partition_blob_mismatches(runtime: Runtime, source: Source, window: DayWindow) -> list[dict]:
-    """Committed rows whose blob is missing or no longer hashes to its name."""
+def partition_blob_mismatches(runtime: Runtime, source: Source, window: DayWindow,
+                              rehash_since: float | None = None) -> list[dict]:
+    """Committed rows whose blob is missing or no longer hashes to its name.
+
+    Every blob is checked for presence; only blobs committed at or after
+    `rehash_since` (this run's commits) are re-read and hashed, so a rerun of a
+    big video partition does not re-hash gigabytes it checked before. A full
+    re-hash of the store is `media-crawler reconcile --verify-hashes`.
+    """
+    query = select(T.c.canonical_url, T.c.sha256, T.c.committed_at).where(
+        T.c.source_key == source.key, T.c.day == window.day.isoformat(), T.c.state == COMMITTED)
+    with runtime.ledger.engine.connect() as conn:
+        rows = conn.execute(query).fetchall()
     problems = []
-    for task in runtime.ledger.tasks(source_key=source.key, day=window.day.isoformat(), states=[COMMITTED]):
-        path = runtime.store.path_for(task.sha256)
+    for row in rows:
+        path = runtime.store.path_for(row.sha256)
         if not path.is_file():
-            problems.append({"canonical_url": task.canonical_url, "sha256": task.sha256, "problem": "missing"})
-        elif file_sha256(path) != task.sha256:
-            problems.append({"canonical_url": task.canonical_url, "sha256": task.sha256, "problem": "hash"})
+            problems.append({"canonical_url": row.canonical_url, "sha256": row.sha256, "problem": "missing"})
+        elif (rehash_since is None or (row.committed_at or 0) >= rehash_since) and file_sha256(path) != row.sha256:
+            problems.append({"canonical_url": row.canonical_url, "sha256": row.sha256, "problem": "hash"})
     return problems
