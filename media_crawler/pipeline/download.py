@@ -28,7 +28,7 @@ from media_crawler.observe.progress import LogSink, Progress
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.recovery.crashpoints import AFTER_CLAIM, AFTER_DOWNLOAD_LEDGER, AFTER_PART_WRITE, crash_point
-from media_crawler.recovery.leases import release_dead_leases
+from media_crawler.recovery.leases import LeaseHeartbeat, release_dead_leases
 from media_crawler.recovery.liveness import lease_owner
 from media_crawler.recovery.outage import OutageBreaker
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, Ledger, Task
@@ -59,30 +59,6 @@ class ItemOutcome:
     # verifies and commits in the worker): `.values` overlay the downloaded row,
     # `.emit()` logs its stage lines after the download line.
     follow_up: Any = None
-
-
-class Heartbeat:
-    """Renews the owner's leases while the stage runs (a dead process stops renewing)."""
-
-    def __init__(self, ledger: Ledger, owner: str, lease_s: float) -> None:
-        self.ledger, self.owner, self.lease_s = ledger, owner, lease_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name="mc-lease-heartbeat", daemon=True)
-
-    def __enter__(self) -> "Heartbeat":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _beat(self) -> None:
-        while not self._stop.wait(self.lease_s / 3):
-            try:
-                self.ledger.heartbeat(self.owner, self.lease_s)
-            except Exception:  # a transient DB hiccup must not kill the stage; the next beat retries
-                pass
 
 
 def download_partition(runtime: Runtime, source: Source | None, window: DayWindow | None,
@@ -135,7 +111,7 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
             return item
 
     sinks = progress_sinks if progress_sinks is not None else [LogSink(stage="download")]
-    with Heartbeat(runtime.ledger, owner, LEASE_S), Progress("download", len(tasks), sinks=sinks) as progress:
+    with LeaseHeartbeat(runtime.ledger, owner, LEASE_S), Progress("download", len(tasks), sinks=sinks) as progress:
         for outcome in run_bounded(work, tasks, workers=workers + max(wait_threads, 0)):
             if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
                 error = CrawlError(ErrorClass.STORAGE_ERROR, f"unexpected {type(outcome.error).__name__}: {outcome.error}")

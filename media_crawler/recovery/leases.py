@@ -93,34 +93,38 @@ def release_values() -> dict:
     return {"lease_owner": None, "lease_expires_at": None}
 
 
-class LeaseKeeper:
-    """Renews every lease `owner` holds while the stage runs (a dead process
-    stops renewing, and its leases expire), and on the way out, normal or not,
-    hands back the rows the stage did not move on, so a re-run can take them
-    at once instead of waiting for the expiry."""
+class LeaseHeartbeat:
+    """Renews every lease `owner` holds while a stage runs; a dead process stops
+    renewing, and its leases expire so another worker can take the rows."""
 
     def __init__(self, ledger: Ledger, owner: str, lease_s: float = STAGE_LEASE_S) -> None:
         self.ledger, self.owner, self.lease_s = ledger, owner, lease_s
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name="mc-stage-lease-heartbeat", daemon=True)
+        self._thread = threading.Thread(target=self._beat, name="mc-lease-heartbeat", daemon=True)
 
-    def __enter__(self) -> "LeaseKeeper":
+    def __enter__(self):
         self._thread.start()
         return self
 
     def __exit__(self, *_exc) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
-        with self.ledger.engine.begin() as conn:
-            lock_rows_in_id_order(conn, T, T.c.lease_owner == self.owner)
-            conn.execute(update(T).where(T.c.lease_owner == self.owner).values(lease_owner=None, lease_expires_at=None))
 
     def _beat(self) -> None:
         while not self._stop.wait(self.lease_s / 3):
             try:
-                with self.ledger.engine.begin() as conn:
-                    lock_rows_in_id_order(conn, T, T.c.lease_owner == self.owner)
-                    conn.execute(update(T).where(T.c.lease_owner == self.owner).values(
-                        lease_expires_at=time.time() + self.lease_s))
+                self.ledger.heartbeat(self.owner, self.lease_s)
             except Exception:  # a DB hiccup must not kill the stage; the next beat retries
                 pass
+
+
+class LeaseKeeper(LeaseHeartbeat):
+    """A LeaseHeartbeat that, on the way out, normal or not, hands back the rows
+    the stage did not move on, so a re-run can take them at once instead of
+    waiting for the expiry."""
+
+    def __exit__(self, *exc) -> None:
+        super().__exit__(*exc)
+        with self.ledger.engine.begin() as conn:
+            lock_rows_in_id_order(conn, T, T.c.lease_owner == self.owner)
+            conn.execute(update(T).where(T.c.lease_owner == self.owner).values(lease_owner=None, lease_expires_at=None))

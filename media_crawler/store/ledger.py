@@ -202,10 +202,11 @@ class Ledger:
         return [_task(row) for row in rows]
 
     def heartbeat(self, owner: str, lease_s: float) -> int:
+        """Extend every lease `owner` holds (whatever stage holds the rows)."""
         now = time.time()
         with self.engine.begin() as conn:
-            lock_rows_in_id_order(conn, T, T.c.lease_owner == owner, T.c.state == DOWNLOADING)
-            return conn.execute(update(T).where(T.c.lease_owner == owner, T.c.state == DOWNLOADING).values(
+            lock_rows_in_id_order(conn, T, T.c.lease_owner == owner)
+            return conn.execute(update(T).where(T.c.lease_owner == owner).values(
                 lease_expires_at=now + lease_s)).rowcount
 
     # -- stage transitions (batched) ----------------------------------------
