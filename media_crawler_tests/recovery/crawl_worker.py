@@ -21,6 +21,7 @@ import os
 import select
 import signal
 import sys
+import traceback
 
 from media_crawler.config import load_config
 from media_crawler.errors import CrawlError
@@ -64,6 +65,9 @@ def _child(job: dict) -> None:
         states = crawl(job["config"], job["partitions"])
         print(json.dumps({"states": states}), flush=True)
         code = 0
+    except BaseException:
+        traceback.print_exc()  # into the run's log: os._exit below would swallow it
+        sys.stderr.flush()
     finally:
         os._exit(code)  # never run the server's cleanup in the child
 
