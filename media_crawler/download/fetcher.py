@@ -167,11 +167,14 @@ def _stream_body(
     try:
         if plan.offset:
             _hash_prefix(part_path, plan.offset, digest)
+        # Unbuffered: the chunks are large already, and a buffered file would
+        # add an isatty and a seek per file for nothing.
+        mode = "ab" if plan.offset else "wb"
         try:
-            handle = open(part_path, "ab" if plan.offset else "wb")
+            handle = open(part_path, mode, buffering=0)
         except FileNotFoundError:  # the staging folder is made once, not before every file
             part_path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(part_path, "ab" if plan.offset else "wb")
+            handle = open(part_path, mode, buffering=0)
     except OSError as exc:
         raise storage_error(exc, "opening the .part") from exc
     received, head = 0, b""
@@ -293,7 +296,9 @@ def _truncate(part_path: Path) -> None:
 
 def _write(handle, chunk: bytes) -> None:
     try:
-        handle.write(chunk)
+        written = handle.write(chunk)
+        while written < len(chunk):  # a raw file may take less than all (a signal, a nearly full disk)
+            written += handle.write(memoryview(chunk)[written:])
     except OSError as exc:
         raise storage_error(exc, "writing the .part") from exc
 

@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import sys
-from datetime import datetime, timezone
+import time
 
 from media_crawler.observe.scrub import scrub_text
 
@@ -26,10 +26,30 @@ WORKER = os.environ.get("MEDIA_CRAWLER_WORKER") or f"{socket.gethostname()}-{os.
 ROOT_LOGGER = "media_crawler"
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # json.dumps with options builds one per call
+_PRE_SCRUBBED = "_mc_scrubbed"  # observe/events.py marks item records whose strings it scrubbed
+
+
 def utc_timestamp(epoch: float) -> str:
     """ISO 8601, UTC, milliseconds, `Z`: sorts as text and parses everywhere."""
-    moment = datetime.fromtimestamp(epoch, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    seconds = int(epoch // 1)
+    micros = round((epoch - seconds) * 1e6)  # rounded to the microsecond first, as datetime does
+    if micros >= 1_000_000:
+        seconds, micros = seconds + 1, micros - 1_000_000
+    return f"{_utc_second(seconds)}.{micros // 1000:03d}Z"
+
+
+_last_second: tuple[int, str] = (-1, "")
+
+
+def _utc_second(seconds: int) -> str:
+    """The text up to the second, reused while the second lasts (every log line asks)."""
+    global _last_second
+    cached_seconds, text = _last_second  # one tuple: threads see an old pair or a new one, never a mix
+    if cached_seconds != seconds:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        _last_second = (seconds, text)
+    return text
 
 
 class JsonFormatter(logging.Formatter):
@@ -49,10 +69,11 @@ class JsonFormatter(logging.Formatter):
             event = meta.get("dagster_event")
             if event is not None and getattr(event, "event_type_value", None):
                 data["dagster_event_type"] = event.event_type_value
+        scrubbed = getattr(record, _PRE_SCRUBBED, False)
         for key, value in vars(record).items():
             if key not in _STANDARD and key not in _DAGSTER_NOISE and not key.startswith("_"):
                 # Extras from any logger (not only log_item) may quote a URL or a header.
-                data[key] = scrub_text(value) if isinstance(value, str) else value
+                data[key] = scrub_text(value) if isinstance(value, str) and not scrubbed else value
         try:
             data["msg"] = scrub_text(record.getMessage())
         except Exception:  # a broken %-format must not lose the event
@@ -60,7 +81,7 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             data["exc"] = scrub_text(self.formatException(record.exc_info))
         try:
-            return json.dumps(data, ensure_ascii=False, default=str)
+            return _ENCODER.encode(data)
         except Exception:  # never let one odd value kill logging (Dagster passes exotic objects)
             return json.dumps({k: scrub_text(str(v)) for k, v in data.items()}, ensure_ascii=False)
 

@@ -17,15 +17,19 @@ from media_crawler.platforms import scrub as params
 # The variables the adapters read when sources.yaml names none (platforms/headers.py
 # `credential(..., default_env)`): a secret sent by default must be masked by default.
 DEFAULT_CREDENTIAL_ENVS = ("BILIBILI_SESSDATA", "FB_ACCESS_TOKEN", "WEIBO_COOKIE")
-_REGISTERED: set[str] = set()
-_LOCK = threading.Lock()
+_LOCK = threading.Lock()  # serializes registrations; readers take the current tuple without it
+_REGISTERED: tuple[str, ...] = ()
 
 
 def register_secret(value: str | None) -> None:
     """Mask this exact value in every scrubbed text from now on."""
+    global _REGISTERED
     if value and len(value) >= 6:
         with _LOCK:
-            _REGISTERED.add(value)
+            if value not in _REGISTERED:
+                # A new tuple, never an update in place: a reader on another
+                # thread sees the old set or the new one, whole.
+                _REGISTERED = (*_REGISTERED, value)
 
 
 def register_environment_secrets(env_names: Iterable[str] = ()) -> None:
@@ -48,15 +52,11 @@ def scrub_url(url: str) -> str:
 
 def scrub_text(text: str) -> str:
     """URLs scrubbed, credential pairs and registered secret values masked."""
-    with _LOCK:
-        secrets = list(_REGISTERED)
-    return params.scrub_text(text, secrets)
+    return params.scrub_text(text, _REGISTERED)
 
 
 def scrub_text_only(text: str) -> str:
-    with _LOCK:
-        secrets = list(_REGISTERED)
-    for secret in secrets:
+    for secret in _REGISTERED:
         if secret in text:
             text = text.replace(secret, params.MASK)
     return text

@@ -39,6 +39,8 @@ def is_secret_param(name: str) -> bool:
 
 def scrub_url(url: str) -> str:
     """`url` without secret query parameters or userinfo; safe to log."""
+    if "?" not in url and "@" not in url:
+        return url  # no query and no userinfo: nothing to remove (most media URLs; called per log line)
     try:
         parts = urlsplit(url)
         netloc = parts.netloc.rsplit("@", 1)[-1]  # drop user:password@
@@ -58,8 +60,12 @@ def scrub_text(text: str, secrets: Iterable[str | None] = ()) -> str:
     ignored: masking "a" would mangle the whole text without protecting anything)."""
     if not text:
         return text
-    text = _URL_IN_TEXT.sub(lambda match: scrub_url(match.group(0)), text)
-    text = _PAIR_IN_TEXT.sub(lambda m: f"{m.group(1)}={MASK}", text)
+    # The substring tests skip the regular expressions for the usual text
+    # (a stage name, an error sentence): both patterns need "://" or "=".
+    if "://" in text:
+        text = _URL_IN_TEXT.sub(lambda match: scrub_url(match.group(0)), text)
+    if "=" in text:
+        text = _PAIR_IN_TEXT.sub(lambda m: f"{m.group(1)}={MASK}", text)
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, MASK)

@@ -15,13 +15,19 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from media_crawler.errors import CrawlError, ErrorClass
 
 CHUNK = 1024 * 1024
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+# Free space is read at most this often: a statfs per file is a system call
+# per item at thousands of items a second, and the guard keeps a margin anyway.
+FREE_SPACE_TTL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,7 @@ class BlobStore:
         self.root = Path(root)
         self.blobs = self.root / "sha256"
         self.staging = self.root / "staging"
+        self._free_space: tuple[float, int] = (float("-inf"), 0)  # (read at, bytes free)
 
     def ensure(self) -> "BlobStore":
         self.blobs.mkdir(parents=True, exist_ok=True)
@@ -45,7 +52,7 @@ class BlobStore:
 
     def path_for(self, sha256: str) -> Path:
         sha256 = sha256.lower()
-        if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+        if not _SHA256_HEX.fullmatch(sha256):
             raise ValueError(f"not a sha256 hex digest: {sha256!r}")
         return self.blobs / sha256[:2] / sha256[2:4] / sha256
 
@@ -58,36 +65,48 @@ class BlobStore:
     def has(self, sha256: str) -> bool:
         return self.path_for(sha256).is_file()
 
-    def commit(self, staged: Path, sha256: str, *, verify_hash: bool = True, synced: bool = False) -> CommitResult:
+    def commit(self, staged: Path, sha256: str, *, verify_hash: bool = True, synced: bool = False,
+               size: int | None = None) -> CommitResult:
         """Move a verified staging file into the store under its hash.
 
         verify_hash=False: the caller computed `sha256` over the very bytes it
         wrote to `staged` (the downloader hashes while streaming), so a re-read
         would only re-hash the page cache. synced=True: the caller fsynced
-        `staged` after its last write. The link's directory is fsynced either way.
+        `staged` after its last write. size: the staged file's length, when
+        the caller knows it. The link's directory is fsynced either way.
         """
         target = self.path_for(sha256)
         try:
-            if target.exists():
-                # Dedup, or a re-run after a crash between the link and the
-                # ledger update: the content is already stored whole; drop ours.
-                staged.unlink(missing_ok=True)
-                return CommitResult(sha256, target.stat().st_size, target, created=False)
-            size = staged.stat().st_size
-            if verify_hash and file_sha256(staged) != sha256:
-                raise CrawlError(ErrorClass.HASH_MISMATCH, "staged bytes do not hash to the expected name")
+            if verify_hash:
+                if target.exists():
+                    return self._already_stored(staged, target)
+                if file_sha256(staged) != sha256:
+                    raise CrawlError(ErrorClass.HASH_MISMATCH, "staged bytes do not hash to the expected name")
+            if size is None:
+                size = staged.stat().st_size
             if not synced:
                 _fsync_file(staged)
-            target.parent.mkdir(parents=True, exist_ok=True)
+            # The link is the existence test: it fails if the name is taken (the
+            # content is stored already: dedup, a concurrent writer, or a re-run
+            # after a crash between the link and the ledger update), and its
+            # folder is made only when the link says it is missing. At thousands
+            # of small files the stat and mkdir calls per file cost more than
+            # the link itself.
             try:
-                os.link(staged, target)
+                _link_making_folders(staged, target)
             except FileExistsError:
-                pass  # a concurrent writer committed the same content first
+                return self._already_stored(staged, target)
             _fsync_dir(target.parent)
             staged.unlink(missing_ok=True)
             return CommitResult(sha256, size, target, created=True)
         except OSError as exc:
             raise storage_error(exc, "commit") from exc
+
+    @staticmethod
+    def _already_stored(staged: Path, target: Path) -> CommitResult:
+        """The content is already stored whole: drop our copy."""
+        staged.unlink(missing_ok=True)
+        return CommitResult(target.name, target.stat().st_size, target, created=False)
 
     def iter_blobs(self):
         if not self.blobs.is_dir():
@@ -101,8 +120,14 @@ class BlobStore:
             yield from self.staging.glob("*.part")
 
     def free_bytes(self) -> int:
-        probe = self.root if self.root.exists() else self.root.parent
-        return shutil.disk_usage(probe).free
+        """Free bytes on the store's filesystem (read at most every FREE_SPACE_TTL_S)."""
+        now = time.monotonic()
+        read_at, free = self._free_space
+        if now - read_at >= FREE_SPACE_TTL_S:
+            probe = self.root if self.root.exists() else self.root.parent
+            free = shutil.disk_usage(probe).free
+            self._free_space = (now, free)
+        return free
 
 
 def file_sha256(path: Path) -> str:
@@ -116,6 +141,16 @@ def file_sha256(path: Path) -> str:
 def storage_error(exc: OSError, doing: str) -> CrawlError:
     error_class = ErrorClass.DISK_FULL if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ErrorClass.STORAGE_ERROR
     return CrawlError(error_class, f"{doing}: {exc.strerror or exc}")
+
+
+def _link_making_folders(staged: Path, target: Path) -> None:
+    try:
+        os.link(staged, target)
+    except FileNotFoundError:
+        if not staged.exists():
+            raise
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.link(staged, target)
 
 
 def _fsync_file(path: Path) -> None:

@@ -14,6 +14,7 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from PIL import Image, UnidentifiedImageError
 
@@ -38,17 +39,20 @@ class ImageInfo:
     height: int
 
 
-def verify_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS, decode: bool = True) -> ImageInfo:
+def verify_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS, decode: bool = True,
+                 opened: BinaryIO | None = None) -> ImageInfo:
     """Raise CrawlError(corrupt_media) unless `path` is a whole, decodable image of sane size.
 
     decode=False skips the pixel decode (header, dimension guard, verify() and
     the trailer checks still run): for bytes already proven whole by the
     sha256 their source announced, where a decode could only find damage that
     the hash has ruled out (see verify_file).
+    opened: `path` already open for reading at its start (the caller's handle
+    is read for the header and left open).
     """
     path = Path(path)
     try:
-        with Image.open(path, formats=PILLOW_FORMATS) as image:
+        with Image.open(opened if opened is not None else path, formats=PILLOW_FORMATS) as image:
             image_format = image.format
             width, height = image.size
             _check_dimensions(width, height, max_pixels)
