@@ -82,3 +82,37 @@ def test_formatter_survives_values_json_cannot_encode():
     line = json.loads(JsonFormatter().format(record))
     assert line["run_id"] == "r-9" and line["step"] == "media_records" and line["msg"] == "msg x"
     assert "dagster_meta" not in line and line["odd"].startswith("<object")
+
+
+def test_timestamps_match_datetime_to_the_millisecond():
+    """The per-second cache must print what datetime would, rounding included."""
+    import random
+    from datetime import datetime, timezone
+
+    from media_crawler.observe.logging import utc_timestamp
+
+    rng = random.Random(7)
+    for epoch in [0.0, 1.9995, 1.9999996, 1764474000.9999, *(rng.uniform(0, 2e9) for _ in range(2000))]:
+        moment = datetime.fromtimestamp(epoch, tz=timezone.utc)
+        assert utc_timestamp(epoch) == moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def test_item_records_reach_caplog_and_skip_disabled_levels(caplog):
+    with caplog.at_level(logging.INFO, logger="media_crawler.items"):
+        log_item(stage="commit", platform="urls", canonical_url="http://example.org/a.jpg", outcome="ok")
+    (record,) = [r for r in caplog.records if r.name == "media_crawler.items"]
+    assert record.getMessage() == "commit ok" and record.stage == "commit"
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="media_crawler.items"):
+        log_item(stage="commit", platform="urls", canonical_url="http://example.org/a.jpg", outcome="ok")
+    assert not [r for r in caplog.records if r.name == "media_crawler.items"]
+
+
+def test_secret_query_parameters_are_scrubbed_and_plain_urls_left_alone(captured):
+    log_item(stage="download", platform="bilibili", canonical_url="https://cdn.example.org/v.mp4?upsig=abc&x=1",
+             outcome="failed", message="GET https://u:pw@cdn.example.org/v.mp4?token=t0ps3cret failed")
+    log_item(stage="download", platform="urls", canonical_url="http://example.org/plain/a.jpg", outcome="ok")
+    failed, plain = captured()
+    assert "abc" not in json.dumps(failed) and "t0ps3cret" not in json.dumps(failed) and "pw@" not in json.dumps(failed)
+    assert failed["canonical_url"] == "https://cdn.example.org/v.mp4?x=1"
+    assert plain["canonical_url"] == "http://example.org/plain/a.jpg"

@@ -69,3 +69,36 @@ def test_enospc_is_disk_full(tmp_path, monkeypatch):
         store.commit(part, digest)
     assert info.value.error_class is ErrorClass.DISK_FULL
     assert list(store.iter_blobs()) == []
+
+
+def test_commit_with_known_size_makes_missing_folders_and_dedups_by_link(tmp_path):
+    """The fast path (hash computed while streaming): the link is the existence test."""
+    store = BlobStore(tmp_path).ensure()
+    first, digest = stage(store, "task-1", b"streamed")
+    created = store.commit(first, digest, verify_hash=False, synced=True, size=8)
+    assert created.created and created.size == 8 and created.path.read_bytes() == b"streamed"
+    second, _ = stage(store, "task-2", b"streamed")
+    again = store.commit(second, digest, verify_hash=False, synced=True, size=8)
+    assert not again.created and not second.exists() and again.path == created.path
+
+
+def test_a_missing_staged_file_is_an_error_not_a_new_folder(tmp_path):
+    store = BlobStore(tmp_path).ensure()
+    digest = hashlib.sha256(b"gone").hexdigest()
+    with pytest.raises(CrawlError) as info:
+        store.commit(store.staging_path("task-9"), digest, verify_hash=False, synced=True, size=4)
+    assert info.value.error_class is ErrorClass.STORAGE_ERROR
+    assert not (tmp_path / "sha256" / digest[:2]).exists()
+
+
+def test_free_space_is_read_at_most_every_half_second(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    store = BlobStore(tmp_path).ensure()
+    usage = namedtuple("usage", "total used free")
+    answers = iter([usage(10, 5, 5), usage(10, 9, 1)])
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: next(answers))
+    clock = iter([100.0, 100.2, 100.6])
+    monkeypatch.setattr("media_crawler.store.cas.time.monotonic", lambda: next(clock))
+    assert [store.free_bytes(), store.free_bytes(), store.free_bytes()] == [5, 5, 1]

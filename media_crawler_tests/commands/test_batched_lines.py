@@ -1,0 +1,52 @@
+"""fetch-urls' log stream: every line, whole and in order, in a few writes."""
+import io
+import logging
+import threading
+
+from media_crawler.commands.fetch_urls import BatchedLines
+
+
+class CountingStream(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+
+def test_lines_from_many_threads_arrive_whole_and_batched():
+    stream = CountingStream()
+    batched = BatchedLines(stream, interval=0.05).start()
+    handler = logging.StreamHandler(batched)
+    logger = logging.getLogger("media_crawler_tests.batched")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        def emit(worker: int) -> None:
+            for n in range(500):
+                logger.warning("worker %d line %d", worker, n)
+
+        threads = [threading.Thread(target=emit, args=(w,)) for w in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        batched.close()
+        logger.removeHandler(handler)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2000 and len(set(lines)) == 2000
+    for worker in range(4):  # each thread's lines keep their order
+        own = [line for line in lines if line.startswith(f"worker {worker} ")]
+        assert own == [f"worker {worker} line {n}" for n in range(500)]
+    assert stream.writes < 200  # batches, not a write per line
+
+
+def test_close_writes_what_is_still_pending():
+    stream = CountingStream()
+    batched = BatchedLines(stream, interval=60).start()
+    batched.write("last line\n")
+    batched.close()
+    assert stream.getvalue() == "last line\n"
