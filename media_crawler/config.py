@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
 
 from media_crawler.models import PLATFORMS, Source
 from media_crawler.platforms.base import PlatformSettings
@@ -68,6 +67,8 @@ def default_config_path() -> Path:
 
 
 def load_config(path: str | os.PathLike | None = None) -> CrawlConfig:
+    import yaml  # here, not at the top: `fetch-urls` builds its config without a file
+
     path = Path(path) if path else default_config_path()
     try:
         raw = yaml.safe_load(path.read_text()) or {}
