@@ -13,6 +13,7 @@ from typing import Mapping, Sequence
 from urllib.parse import urljoin, urlsplit
 
 import requests
+import urllib3
 from requests.cookies import RequestsCookieJar
 from requests.sessions import merge_setting
 from requests.structures import CaseInsensitiveDict
@@ -60,7 +61,10 @@ def open_following_redirects(
     raise CrawlError(ErrorClass.DISALLOWED_URL, f"more than {max_redirects} redirects from {redact_url(url)}")
 
 
-def _send(session: requests.Session, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> requests.Response:
+def _send(session: requests.Session, url: str, headers: Mapping[str, str], timeouts: Timeouts):
+    """One GET, without following redirects: a `requests.Response`, or a
+    `MediaResponse` with the same names when the request went straight to the
+    connection pool (the usual case, see `_send_to_pool`)."""
     safe_url = redact_url(url)
     # Messages name the exception type, never str(exc): requests puts the full
     # URL, query string and signature included, into its exception text.
@@ -68,6 +72,9 @@ def _send(session: requests.Session, url: str, headers: Mapping[str, str], timeo
         if url.isascii():
             settings, netrc = _environment_settings(session, url)
             request = _prepare_get(session, url, headers, netrc)
+            if request is not None:
+                return _send_to_pool(session, request, settings, timeouts, safe_url)
+            request = session.prepare_request(requests.Request("GET", url, headers=dict(headers)))
         else:  # an IDN host or a raw non-ASCII path: requests' own normalization comes first
             request = session.prepare_request(requests.Request("GET", url, headers=dict(headers)))
             settings, _netrc = _environment_settings(session, request.url)
@@ -78,6 +85,62 @@ def _send(session: requests.Session, url: str, headers: Mapping[str, str], timeo
         raise CrawlError(ErrorClass.DISALLOWED_URL, f"unusable URL {safe_url}") from None
     except requests.RequestException as exc:
         raise CrawlError(ErrorClass.CONNECTION_RESET, f"{type(exc).__name__} from {safe_url}") from None
+
+
+class MediaResponse:
+    """urllib3's response under the names the downloader reads on a requests.Response."""
+
+    __slots__ = ("raw", "status_code", "headers", "url")
+
+    def __init__(self, raw: urllib3.HTTPResponse, url: str) -> None:
+        self.raw, self.status_code, self.headers, self.url = raw, raw.status, raw.headers, url
+
+    def close(self) -> None:  # what requests.Response.close() does for a body read through .raw
+        self.raw.close()
+        self.raw.release_conn()
+
+    def __enter__(self) -> "MediaResponse":
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
+
+def _send_to_pool(session: requests.Session, request: requests.PreparedRequest, settings: dict,
+                  timeouts: Timeouts, safe_url: str) -> MediaResponse:
+    """What `Session.send` + `HTTPAdapter.send` do for a body-less GET, minus the Response object.
+
+    The connection (pool, proxy, TLS settings) is chosen by the session's own
+    adapter exactly as requests chooses it; what is skipped is requests'
+    response wrapping and its cookie bookkeeping on every answer, which cost
+    more CPU than the HTTP exchange itself at thousands of files (the media
+    answer's cookies are never used: the session takes this path only when it
+    holds no cookies, and the API transport keeps using requests in full).
+    """
+    adapter = session.get_adapter(request.url)
+    proxies, verify, cert = settings.get("proxies"), settings.get("verify", True), settings.get("cert")
+    try:
+        pool = adapter.get_connection_with_tls_context(request, verify, proxies=proxies, cert=cert)
+        adapter.cert_verify(pool, request.url, verify, cert)
+        raw = pool.urlopen(
+            method="GET", url=adapter.request_url(request, proxies), body=None, headers=request.headers,
+            redirect=False, assert_same_host=False, preload_content=False, decode_content=False,
+            retries=adapter.max_retries, timeout=urllib3.Timeout(connect=timeouts.connect, read=timeouts.read),
+            chunked=False,
+        )  # fmt: skip
+    except urllib3.exceptions.LocationValueError:
+        raise CrawlError(ErrorClass.DISALLOWED_URL, f"unusable URL {safe_url}") from None
+    except urllib3.exceptions.MaxRetryError as exc:  # requests' reading of it: only a connect timeout is a timeout
+        reason = exc.reason
+        timed_out = isinstance(reason, urllib3.exceptions.ConnectTimeoutError) and not isinstance(
+            reason, urllib3.exceptions.NewConnectionError)
+        error_class = ErrorClass.NETWORK_TIMEOUT if timed_out else ErrorClass.CONNECTION_RESET
+        raise CrawlError(error_class, f"{type(reason).__name__} from {safe_url}") from None
+    except urllib3.exceptions.ReadTimeoutError:
+        raise CrawlError(ErrorClass.NETWORK_TIMEOUT, f"ReadTimeoutError from {safe_url}") from None
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise CrawlError(ErrorClass.CONNECTION_RESET, f"{type(exc).__name__} from {safe_url}") from None
+    return MediaResponse(raw, request.url)
 
 
 # Per session: origin (+ the session's own proxy/TLS settings) -> requests' merged
@@ -91,16 +154,17 @@ _SETTINGS_CACHE_MAX = 512
 
 
 def _prepare_get(session: requests.Session, url: str, headers: Mapping[str, str], netrc: bool):
-    """`session.prepare_request` for a body-less GET.
+    """`session.prepare_request` for a body-less GET, or None when the session would add something.
 
-    What that merges in (cookies, auth, netrc credentials, params, request
-    hooks) is usually empty for media downloads; then the request is built
-    from the URL and the merged headers alone, which is what prepare_request
-    would produce. Whenever any of them is present, prepare_request runs.
+    What prepare_request merges in (cookies, auth, netrc credentials, params,
+    request hooks) is usually empty for media downloads; then the request is
+    built from the URL and the merged headers alone, which is what
+    prepare_request would produce, and it can go straight to the pool. When
+    any of them is present, None: the caller lets requests do it all.
     """
     if (session.cookies or session.auth or session.params or any(session.hooks.values())
             or netrc or "@" in urlsplit(url).netloc):
-        return session.prepare_request(requests.Request("GET", url, headers=dict(headers)))
+        return None
     prepared = requests.PreparedRequest()
     prepared.prepare_method("GET")
     prepared.prepare_url(url, None)

@@ -1,11 +1,17 @@
-"""The download engine's GET preparation: the same request requests' own prepare_request
-would build, and the full path whenever cookies, auth or hooks must be merged in."""
+"""The download engine's GET: the same request requests' own prepare_request would
+build, sent straight to the session's connection pool (proxies and TLS chosen by
+requests' adapter), and requests in full whenever cookies, auth or hooks must be merged in."""
 from __future__ import annotations
 
+import socket
+
+import pytest
 import requests
 
-from media_crawler.download.responses import _environment_settings, _prepare_get
-from media_crawler.http import make_session
+from media_crawler.download.responses import MediaResponse, _environment_settings, _prepare_get, _send
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.http import Timeouts, make_session
+from media_crawler_tests.download.httpserver import Reply
 
 URLS = [
     "https://i0.hdslb.com/bfs/archive/abc.jpg?x=1&y=%20z",
@@ -27,17 +33,59 @@ def test_a_plain_session_gets_the_request_prepare_request_would_build():
         assert dict(lean.headers) == dict(reference.headers)
 
 
-def test_cookies_auth_and_hooks_take_the_full_path():
+def test_cookies_auth_and_credentials_in_the_url_leave_it_to_requests():
     session = make_session()
     session.cookies.set("SESSDATA", "cookie-value", domain="cdn.example.org")
-    prepared = _prepare_get(session, "https://cdn.example.org/a.jpg", HEADERS, netrc=False)
-    assert prepared.headers["Cookie"] == "SESSDATA=cookie-value"
-
+    assert _prepare_get(session, "https://cdn.example.org/a.jpg", HEADERS, netrc=False) is None
     session = make_session()
     session.auth = ("user", "secret")
-    assert "Authorization" in _prepare_get(session, "https://cdn.example.org/a.jpg", HEADERS, netrc=False).headers
-    prepared = _prepare_get(make_session(), "https://u:p@cdn.example.org/a.jpg", HEADERS, netrc=False)
-    assert "Authorization" in prepared.headers
+    assert _prepare_get(session, "https://cdn.example.org/a.jpg", HEADERS, netrc=False) is None
+    assert _prepare_get(make_session(), "https://u:p@cdn.example.org/a.jpg", HEADERS, netrc=False) is None
+
+
+def test_a_plain_session_goes_straight_to_the_pool_and_reuses_the_connection(server):
+    body = b"\xff\xd8\xff" + b"x" * 5000
+    url = server.route("/a.jpg", Reply(body, content_type="image/jpeg"))
+    session = make_session()
+    for _ in range(2):
+        with _send(session, url, HEADERS, Timeouts()) as response:
+            assert isinstance(response, MediaResponse) and response.status_code == 200
+            assert response.headers.get("content-type") == "image/jpeg"
+            assert response.raw.read() == body
+            response.raw.release_conn()
+    first, second = server.requests_to("/a.jpg")
+    assert first.client_port == second.client_port  # one keep-alive connection
+    assert first.headers["Referer"] == "https://www.bilibili.com/" and first.headers["User-Agent"] == "mc-test"
+
+
+def test_session_cookies_still_reach_the_server_through_requests(server):
+    url = server.route("/c.jpg", Reply(b"\xff\xd8\xff" + b"x" * 100, content_type="image/jpeg"))
+    session = make_session()
+    session.cookies.set("SESSDATA", "cookie-value", domain="127.0.0.1")
+    with _send(session, url, HEADERS, Timeouts()) as response:
+        assert not isinstance(response, MediaResponse) and response.status_code == 200
+    assert server.requests_to("/c.jpg")[0].headers["Cookie"] == "SESSDATA=cookie-value"
+
+
+def test_the_pool_path_uses_the_environment_proxy(server, monkeypatch):
+    """An HTTP proxy from the environment gets the absolute URL, as with requests."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server.url(""))
+    server.route("/via-proxy.jpg", Reply(b"\xff\xd8\xff" + b"y" * 100, content_type="image/jpeg"))
+    with _send(make_session(), "http://media.example.test/via-proxy.jpg", HEADERS, Timeouts()) as response:
+        assert response.status_code == 200 and response.raw.read().startswith(b"\xff\xd8\xff")
+    (logged,) = server.requests_to("/via-proxy.jpg")
+    assert logged.headers["Host"] == "media.example.test"
+
+
+def test_connection_failures_are_classified_on_the_pool_path():
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(CrawlError) as info:
+        _send(make_session(), f"http://127.0.0.1:{port}/a.jpg?token=secret", HEADERS, Timeouts(connect=2))
+    assert info.value.error_class is ErrorClass.CONNECTION_RESET and "secret" not in info.value.message
 
 
 def test_environment_settings_are_read_once_per_origin(monkeypatch):
