@@ -20,7 +20,14 @@ from requests.structures import CaseInsensitiveDict
 from requests.utils import get_netrc_auth
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.http import Timeouts, check_url, parse_retry_after, redact_url
+from media_crawler.http import (
+    InternalAddressRefused,
+    Timeouts,
+    check_url,
+    parse_retry_after,
+    redact_url,
+    refuse_internal_resolution,
+)
 
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 # Credentials the caller attached for one host must not follow a redirect to another.
@@ -47,17 +54,18 @@ def open_following_redirects(
 ) -> requests.Response:
     """GET `url` with a streamed body, following at most `max_redirects` checked hops."""
     current, hop_headers = url, dict(headers)
-    for _ in range(max_redirects + 1):
-        check_url(current, allowed_hosts)
-        response = _send(session, current, hop_headers, timeouts)
-        location = response.headers.get("Location")
-        if response.status_code not in REDIRECT_STATUSES or not location:
-            return response
-        response.close()
-        target = urljoin(current, location)
-        if _host(target) != _host(current):
-            hop_headers = {k: v for k, v in hop_headers.items() if k.lower() not in CREDENTIAL_HEADERS}
-        current = target
+    with refuse_internal_resolution(allowed_hosts):  # where each name resolves to is checked too
+        for _ in range(max_redirects + 1):
+            check_url(current, allowed_hosts)
+            response = _send(session, current, hop_headers, timeouts)
+            location = response.headers.get("Location")
+            if response.status_code not in REDIRECT_STATUSES or not location:
+                return response
+            response.close()
+            target = urljoin(current, location)
+            if _host(target) != _host(current):
+                hop_headers = {k: v for k, v in hop_headers.items() if k.lower() not in CREDENTIAL_HEADERS}
+            current = target
     raise CrawlError(ErrorClass.DISALLOWED_URL, f"more than {max_redirects} redirects from {redact_url(url)}")
 
 
@@ -79,6 +87,8 @@ def _send(session: requests.Session, url: str, headers: Mapping[str, str], timeo
             request = session.prepare_request(requests.Request("GET", url, headers=dict(headers)))
             settings, _netrc = _environment_settings(session, request.url)
         return session.send(request, timeout=timeouts.for_requests(), allow_redirects=False, **settings)
+    except InternalAddressRefused as exc:
+        raise CrawlError(ErrorClass.DISALLOWED_URL, str(exc)) from None
     except (requests.ConnectTimeout, requests.ReadTimeout) as exc:
         raise CrawlError(ErrorClass.NETWORK_TIMEOUT, f"{type(exc).__name__} from {safe_url}") from None
     except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema, requests.exceptions.MissingSchema):
@@ -130,6 +140,8 @@ def _send_to_pool(session: requests.Session, request: requests.PreparedRequest, 
         )  # fmt: skip
     except urllib3.exceptions.LocationValueError:
         raise CrawlError(ErrorClass.DISALLOWED_URL, f"unusable URL {safe_url}") from None
+    except InternalAddressRefused as exc:
+        raise CrawlError(ErrorClass.DISALLOWED_URL, str(exc)) from None
     except urllib3.exceptions.MaxRetryError as exc:  # requests' reading of it: only a connect timeout is a timeout
         reason = exc.reason
         timed_out = isinstance(reason, urllib3.exceptions.ConnectTimeoutError) and not isinstance(

@@ -75,3 +75,62 @@ def test_sessions_never_retry_on_their_own():
         adapter = session.get_adapter("https://i0.hdslb.com/")
         assert adapter.max_retries.total == 0 and adapter.max_retries.read is False
         assert adapter._pool_maxsize == 8
+
+
+# --- where a name resolves to ---------------------------------------------------------------
+
+import socket  # noqa: E402 - the section's own imports
+
+from media_crawler.download.fetcher import download_to_part  # noqa: E402
+from media_crawler_tests.download.httpserver import Reply  # noqa: E402
+
+JPEG = b"\xff\xd8\xff" + b"j" * 2000
+
+
+@pytest.fixture
+def rebinding_name(monkeypatch):
+    """`media.example.test` resolves to 127.0.0.1, as a hostile DNS answer would make it."""
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):
+        return real("127.0.0.1" if host == "media.example.test" else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    return "media.example.test"
+
+
+def fetch(session, url, part, allowed):
+    return download_to_part(session, url, part, max_bytes=10**6, allowed_hosts=allowed)
+
+
+def test_a_public_looking_name_that_resolves_internally_is_refused(server, session, part, rebinding_name):
+    server.route("/a.jpg", Reply(JPEG, content_type="image/jpeg"))
+    with pytest.raises(CrawlError) as caught:
+        fetch(session, server.url("/a.jpg", host=rebinding_name), part, ("*",))
+    assert caught.value.error_class is ErrorClass.DISALLOWED_URL and "internal address" in caught.value.message
+    assert server.requests_to("/a.jpg") == [] and not part.exists()
+
+
+def test_a_name_listed_exactly_may_resolve_internally(server, session, part, rebinding_name):
+    server.route("/a.jpg", Reply(JPEG, content_type="image/jpeg"))
+    assert fetch(session, server.url("/a.jpg", host=rebinding_name), part, (rebinding_name,)).size == len(JPEG)
+
+
+def test_a_redirect_to_a_name_resolving_internally_is_refused(server, session, part, rebinding_name):
+    target = server.route("/b.jpg", Reply(JPEG, content_type="image/jpeg"))
+    start = server.route("/start", Reply(redirect_to=target.replace("127.0.0.1", rebinding_name)))
+    with pytest.raises(CrawlError) as caught:
+        fetch(session, start, part, ("127.0.0.1", "*"))
+    assert caught.value.error_class is ErrorClass.DISALLOWED_URL
+    assert server.requests_to("/b.jpg") == []
+
+
+def test_a_kept_alive_connection_is_checked_again_for_the_next_allowlist(server, session, part, rebinding_name):
+    url = server.route("/a.jpg", Reply(JPEG, content_type="image/jpeg")).replace("127.0.0.1", rebinding_name)
+    fetch(session, url, part, (rebinding_name,))  # opens and keeps a connection to the name
+    with pytest.raises(CrawlError) as caught:
+        fetch(session, url, part.with_name("other.part"), ("*",))
+    assert caught.value.error_class is ErrorClass.DISALLOWED_URL
+    assert len(server.requests_to("/a.jpg")) == 1
