@@ -8,8 +8,10 @@ second run over the same list resumes and downloads nothing twice.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import logging
+import select
 import sys
 import threading
 from datetime import datetime, timezone
@@ -18,10 +20,16 @@ from pathlib import Path
 from media_crawler.config import config_from_dict
 
 
+# Writes up to this size reach a pipe whole, never mixed with another process's.
+PIPE_BUF = getattr(select, "PIPE_BUF", 4096)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feed", required=True, help='URL of a JSON list {"items":[{"url","sha256","size"}]}')
     parser.add_argument("--store", required=True, help="store folder (blobs under sha256/)")
-    parser.add_argument("--workers", type=int, default=8, help="download threads (default 8)")
+    parser.add_argument("--workers", type=int, default=8, help="downloads in flight, in all processes (default 8)")
+    parser.add_argument("--processes", type=int, default=None,
+                        help="processes sharing the downloads (default: one per core, at most 4; 1 on non-Linux)")
     parser.add_argument("--ledger", help="ledger database URL (default: sqlite in the store folder)")
     parser.add_argument("--allow-host", action="append", default=[],
                         help="also allow this internal host (e.g. 127.0.0.1 for a local server)")
@@ -36,6 +44,10 @@ class BatchedLines:
     lines per item are 20,000 system calls, each handing the GIL to the
     download threads and waiting to get it back.) The batch is kept here, not
     left to stdout's buffer, which PYTHONUNBUFFERED=1 turns into a write per line.
+
+    A batch goes out in writes of whole lines of at most PIPE_BUF bytes: when
+    several processes share one pipe (--processes), the kernel keeps such a
+    write in one piece, so their lines interleave but never mix.
     """
 
     def __init__(self, stream, interval: float = 0.2) -> None:
@@ -73,9 +85,36 @@ class BatchedLines:
     def _write_batch(self) -> None:
         with self._lock:
             lines, self._lines = self._lines, []
-        if lines:
-            self._stream.write("".join(lines))
-            self._stream.flush()
+        chunk: list[str] = []
+        size = 0
+        for line in lines:
+            length = len(line) if line.isascii() else len(line.encode("utf-8", "replace"))
+            if chunk and size + length > PIPE_BUF:
+                self._write_chunk(chunk)
+                chunk, size = [], 0
+            chunk.append(line)
+            size += length
+        if chunk:
+            self._write_chunk(chunk)
+
+    def _write_chunk(self, lines: list[str]) -> None:
+        self._stream.write("".join(lines))
+        self._stream.flush()
+
+
+@contextlib.contextmanager
+def _own_log_stream():
+    """A forked shard process's log stream: its parent's flusher thread did not
+    come along, so it starts its own, and flushes it before exiting."""
+    from media_crawler.observe.logging import configure
+
+    batched = None if sys.stdout.isatty() else BatchedLines(sys.stdout).start()
+    configure(stream=batched)
+    try:
+        yield
+    finally:
+        if batched is not None:
+            batched.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
 def _fetch(args: argparse.Namespace) -> int:
     from media_crawler.models import DayWindow, Source
     from media_crawler.pipeline.fetch_list import fetch_list
+    from media_crawler.pipeline.shard_processes import FORK_AVAILABLE, default_process_count
 
     gc.freeze()  # the modules just imported: long-lived, never worth another look
     store = Path(args.store).resolve()
@@ -118,6 +158,11 @@ def _fetch(args: argparse.Namespace) -> int:
     })
     source = Source.parse("urls", args.feed)
     window = DayWindow(datetime.now(timezone.utc).date())
-    summary = fetch_list(config, source, window, workers=args.workers)
+    processes = args.processes if args.processes is not None else default_process_count(args.workers)
+    if processes > 1 and not FORK_AVAILABLE:
+        print("fetch-urls: --processes needs fork (Linux); using one process", file=sys.stderr)
+        processes = 1
+    summary = fetch_list(config, source, window, workers=args.workers, processes=max(1, processes),
+                         child_logging=_own_log_stream)
     print(summary.line(), file=sys.stderr)
     return 0 if summary.complete else 1

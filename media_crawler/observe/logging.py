@@ -23,6 +23,17 @@ _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message
 # Dagster attaches its whole event object; its type and message are all a reader needs.
 _DAGSTER_NOISE = {"dagster_meta", "dagster_event", "dagster_event_batch_metadata"}
 WORKER = os.environ.get("MEDIA_CRAWLER_WORKER") or f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _name_forked_worker() -> None:
+    """A forked child (fetch-urls --processes) is a worker of its own in the logs."""
+    global WORKER
+    if not os.environ.get("MEDIA_CRAWLER_WORKER"):
+        WORKER = f"{socket.gethostname()}-{os.getpid()}"
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_name_forked_worker)
 ROOT_LOGGER = "media_crawler"
 
 

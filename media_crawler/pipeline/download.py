@@ -65,7 +65,7 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
                        run_id: str | None = None, workers: int | None = None,
                        ignore_backoff: bool = False, progress_sinks: list | None = None,
                        after_download: Callable[[ItemOutcome], Any] | None = None,
-                       wait_threads: int = 0) -> StageReport:
+                       wait_threads: int = 0, shard: tuple[int, int] | None = None) -> StageReport:
     """Download every claimable item of the partition (every day of the source when
     window is None; every source when source is None too).
 
@@ -80,7 +80,8 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
     wait_threads: threads beyond `workers` for items waiting out a retry
     delay. At most `workers` items are worked on at once; an item sleeping
     through a backoff or a Retry-After gives its turn to the next one, so a
-    server's pauses no longer hold back the rest of the list."""
+    server's pauses no longer hold back the rest of the list.
+    shard: (index, count): claim only this process's share of the rows (see Ledger.claim)."""
     report = StageReport("download")
     # The owner names this process (host/pid/start), so a restart can tell at
     # once that a predecessor's leases are dead instead of waiting LEASE_S.
@@ -88,9 +89,10 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
     release_dead_leases(runtime.ledger)
     tasks = runtime.ledger.claim(
         source_key=source.key if source else None, day=window.day.isoformat() if window else None,
-        owner=owner, lease_s=LEASE_S, run_id=run_id, ignore_backoff=ignore_backoff,
+        owner=owner, lease_s=LEASE_S, run_id=run_id, ignore_backoff=ignore_backoff, shard=shard,
     )
     crash_point(AFTER_CLAIM)
+    report.extra["items_claimed"] = len(tasks)
     # Largest first: long downloads start early and small ones fill in around
     # them, so the stage does not end waiting on one big file started last.
     tasks.sort(key=lambda task: -(task.expected_size or 0))

@@ -1,4 +1,4 @@
-"""A URL list through all four stages in one process, without Dagster.
+"""A URL list through all four stages without Dagster, in one process or several.
 
 The stages are the pipeline's own (discover, download, verify, commit); only
 the orchestration differs. Under Dagster each stage is an asset that runs over
@@ -9,15 +9,17 @@ the row's transitions downloading → downloaded → verified → committed land
 together in the download stage's batched ledger writes (one executemany per
 100 items), each stage still logging its own line per item.
 
-Afterwards the ordinary verify and commit stages run over the list's rows, so
-rows an interrupted earlier run (or a Dagster run) left downloaded or verified
-are finished too.
+Downloads can be spread over processes (pipeline/shard_processes.py): the
+interpreter, not the network, is what runs out first on thousands of small
+files. Afterwards the ordinary verify and commit stages run over the list's
+rows, so rows an interrupted earlier run (or a Dagster run) left downloaded or
+verified are finished too.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 from media_crawler.config import CrawlConfig
 from media_crawler.errors import CrawlError
@@ -29,12 +31,13 @@ from media_crawler.pipeline.download import ItemOutcome, download_partition
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.verify_commit import MAX_TOTAL_ATTEMPTS, commit_partition, verify_partition
 from media_crawler.recovery.crashpoints import AFTER_LINK_BEFORE_LEDGER, AFTER_VERIFY, crash_point
-from media_crawler.store.ledger import COMMITTED, FINISHED_STATES, Ledger
+from media_crawler.pipeline.shard_processes import ShardProcesses
+from media_crawler.store.ledger import CLAIM_LIMIT, COMMITTED, FINISHED_STATES, Ledger
 from media_crawler.verify.verify import verify_file
 
 
 # A list item still failing after the stage's in-step attempts (4, with
-# backoff) gets one more pass when the first pass got other items through:
+# backoff) gets one more pass when the pass got other items through:
 # a transient fault that hit one item four times in a row is rare, but in a
 # list of thousands it happens.
 EXTRA_PASSES = 1
@@ -56,30 +59,62 @@ class ListSummary:
         return text + (f"; feed failed: {self.feed_error}" if self.feed_error else "")
 
 
-def fetch_list(config: CrawlConfig, source: Source, window: DayWindow, workers: int = 8) -> ListSummary:
+def fetch_list(config: CrawlConfig, source: Source, window: DayWindow, workers: int = 8, processes: int = 1,
+               child_logging: Callable[[], ContextManager[None]] | None = None) -> ListSummary:
+    """Every item of the list through the four stages.
+
+    workers: downloads in flight in all; processes: how many processes share
+    them (pipeline/shard_processes.py), each with workers/processes threads.
+    child_logging: the log stream setup a forked process runs first.
+    """
     runtime = Runtime.from_config(config)
-    # A connection per request in flight: a pool smaller than `workers` would
+    threads = max(1, -(-workers // max(1, processes)))
+    # A connection per request in flight: a pool smaller than the threads would
     # open (and throw away) a new connection for every request past its size.
-    runtime.session = make_session(pool_size=max(16, 2 * workers))
+    runtime.session = make_session(pool_size=max(16, 2 * threads))
     summary = ListSummary()
     try:
         discover(runtime, source, window)
     except CrawlError as error:
         summary.feed_error = f"{error.error_class.value}: {error.message}"
-    # Items of earlier runs over the same list (other days) count too: every day of the source.
-    # `workers` items worked on at once; as many threads again for items sleeping
-    # through a Retry-After or a backoff, so those never stall the rest of the list.
-    for _ in range(1 + EXTRA_PASSES):
-        download = download_partition(runtime, source, None, workers=workers, ignore_backoff=True,
-                                      after_download=lambda item: verify_and_commit(runtime, item),
-                                      wait_threads=workers)
+    if processes > 1:
+        def download_shard(shard: tuple[int, int]) -> int:
+            own = Runtime.from_config(config)
+            own.session = make_session(pool_size=max(16, 2 * threads))
+            return _download_pass(own, source, threads, shard).bytes
+
+        with ShardProcesses(download_shard, processes, child_logging) as children:
+            summary.downloaded_bytes += _download_pass(runtime, source, threads, (0, processes)).bytes
+        summary.downloaded_bytes += children.bytes
+    # Then passes over the whole list (all threads here): what a single process
+    # downloads, the rows past one claim's limit, items a first pass left
+    # waiting for a retry, and the rows of a shard process that died.
+    retry_passes_left = EXTRA_PASSES
+    while True:
+        download = _download_pass(runtime, source, workers, None)
         summary.downloaded_bytes += download.bytes
-        if not download.still_unfinished or not download.ok:
-            break  # nothing left to retry, or nothing got through this pass: do not insist
+        claimed = download.extra.get("items_claimed", 0)
+        if not claimed:
+            break  # nothing left to hand out
+        if claimed >= CLAIM_LIMIT:
+            continue  # more of the list waits to be claimed
+        if not download.still_unfinished or not download.ok or not retry_passes_left:
+            break  # finished, or nothing got through this pass: do not insist
+        retry_passes_left -= 1
     verify_partition(runtime, source, None)
     commit_partition(runtime, source, None)
     summary.states = runtime.ledger.state_counts()
     return summary
+
+
+def _download_pass(runtime: Runtime, source: Source, threads: int, shard: tuple[int, int] | None):
+    # Items of earlier runs over the same list (other days) count too: every day
+    # of the source. `threads` items worked on at once; as many threads again
+    # for items sleeping through a Retry-After or a backoff, so those never
+    # stall the rest of the list.
+    return download_partition(runtime, source, None, workers=threads, ignore_backoff=True,
+                              after_download=lambda item: verify_and_commit(runtime, item),
+                              wait_threads=threads, shard=shard)
 
 
 @dataclass

@@ -6,6 +6,7 @@ same Core statements.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -36,6 +37,20 @@ def get_engine(url: str) -> Engine:
             engine = _create(url)
             _ENGINES[url] = engine
         return engine
+
+
+def _forget_engines_in_child() -> None:
+    """A forked child must not touch its parent's connections (SQLAlchemy's fork
+    recipe): drop the pools without closing them; the child connects anew."""
+    global _LOCK
+    _LOCK = threading.Lock()
+    for engine in _ENGINES.values():
+        engine.dispose(close=False)
+    _ENGINES.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_engines_in_child)
 
 
 def dispose_engines() -> None:

@@ -25,6 +25,8 @@ DISCOVERED, DOWNLOADING, DOWNLOADED, VERIFIED, COMMITTED = "discovered", "downlo
 RETRY_WAIT, FAILED, GONE = "retry_wait", "failed", FinalState.GONE.value
 FINISHED_STATES = (COMMITTED, GONE)
 STATES = (DISCOVERED, DOWNLOADING, DOWNLOADED, VERIFIED, COMMITTED, RETRY_WAIT, FAILED, GONE)
+# Rows one claim leases at most: a longer list is claimed in several passes.
+CLAIM_LIMIT = 10_000
 
 
 @dataclass(frozen=True)
@@ -171,11 +173,16 @@ class Ledger:
 
     # -- claims and leases ---------------------------------------------------
     def claim(
-        self, *, source_key: str | None, day: str | None, owner: str, lease_s: float, limit: int = 10_000,
+        self, *, source_key: str | None, day: str | None, owner: str, lease_s: float, limit: int | None = None,
         states: Sequence[str] = (DISCOVERED, RETRY_WAIT), run_id: str | None = None, ignore_backoff: bool = False,
+        shard: tuple[int, int] | None = None,
     ) -> list[Task]:
         """Lease claimable rows to `owner`. Rows leased by a worker whose lease
-        expired are claimable again: that worker is presumed dead."""
+        expired are claimable again: that worker is presumed dead.
+
+        shard: (index, count): only rows whose id is index modulo count, so
+        `count` processes can split one list without racing for the same rows.
+        """
         now = time.time()
         ready = [T.c.state == DISCOVERED]
         if RETRY_WAIT in states:
@@ -187,7 +194,10 @@ class Ledger:
             query = query.where(T.c.source_key == source_key)
         if day is not None:
             query = query.where(T.c.day == day)
-        query = query.order_by(T.c.id).limit(limit)
+        if shard is not None:
+            index, count = shard
+            query = query.where(T.c.id % count == index)
+        query = query.order_by(T.c.id).limit(limit or CLAIM_LIMIT)
         if self.engine.dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
         with self.engine.begin() as conn:

@@ -50,3 +50,23 @@ def test_close_writes_what_is_still_pending():
     batched.write("last line\n")
     batched.close()
     assert stream.getvalue() == "last line\n"
+
+
+def test_a_batch_goes_out_in_whole_lines_of_at_most_pipe_buf_bytes():
+    from media_crawler.commands.fetch_urls import PIPE_BUF
+
+    chunks: list[str] = []
+
+    class Recording(io.StringIO):
+        def write(self, text: str) -> int:
+            chunks.append(text)
+            return len(text)
+
+    batched = BatchedLines(Recording(), interval=60).start()
+    lines = [f"{n:05d} " + "é" * (n % 300) + "\n" for n in range(400)]
+    for line in lines:
+        batched.write(line)
+    batched.close()
+    assert "".join(chunks) == "".join(lines)
+    assert all(chunk.endswith("\n") and len(chunk.encode()) <= PIPE_BUF for chunk in chunks)
+    assert len(chunks) < 400
