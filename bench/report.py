@@ -179,6 +179,8 @@ machine (2 cores; perf, strace and py-spy on the same corpus, 2026-11-30):
   http.client, ~20% of the GIL-held time), four JSON log lines (fetch, download, verify, commit;
   ~20%), ledger rows (batched: one executemany per 100 items; ~10%), verification (size, announced
   sha256, magic bytes, image header and decompression-bomb guard, MP4 box walk; ~5%).
+fetch-urls spreads the downloads over one forked process per core (2 here, `--processes`), since
+with all of the above in Python one process runs out of CPU before the network or the disk does.
 The fault profiles are where this pays: every cut body is resumed with Range/If-Range instead of
 being fetched again, Retry-After is honoured without holding a worker, and nothing unverified
 reaches the store."""
