@@ -10,23 +10,19 @@ import sys
 from datetime import date
 
 import pytest
-import requests
 
 from media_crawler.config import config_from_dict
 from media_crawler.models import DayWindow, Source
 from media_crawler.pipeline import fetch_list as fetch_list_module
-from media_crawler.store.database import dispose_engines
 from media_crawler.store.ledger import Ledger
-from media_crawler_tests.pipeline.test_fetch_urls import feed_items, media_stats, stored_blobs
+from media_crawler_tests.pipeline.test_fetch_urls import (  # noqa: F401 - fresh_sim is a fixture
+    feed_items,
+    fresh_sim,
+    media_stats,
+    stored_blobs,
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="--processes forks (Linux only)")
-
-
-@pytest.fixture
-def fresh_sim(simulator):
-    requests.post(f"{simulator.base_url}/_sim/stats/reset", timeout=5).raise_for_status()
-    yield simulator
-    dispose_engines()
 
 
 def config_for(store, simulator):
@@ -83,3 +79,19 @@ def test_a_list_longer_than_one_claim_is_fetched_in_several_passes(fresh_sim, tm
     summary = fetch_list_module.fetch_list(config_for(store, fresh_sim), Source.parse("urls", f"{fresh_sim.base_url}/urls/demo.json"),
                                            DayWindow(date.today()), workers=2, processes=1)
     assert summary.complete and summary.states == {"committed": len(items)}
+
+
+def test_processes_share_a_postgresql_ledger(fresh_sim, tmp_path, postgres):
+    """The production ledger: each forked process opens its own connections, none is shared."""
+    store = tmp_path / "store"
+    ledger_url = postgres.create()
+    items = feed_items(fresh_sim, "/urls/demo.json")
+    done = subprocess.run(
+        [sys.executable, "-m", "media_crawler.cli", "fetch-urls", "--feed", f"{fresh_sim.base_url}/urls/demo.json",
+         "--store", str(store), "--ledger", ledger_url, "--allow-host", "127.0.0.1", "--workers", "4",
+         "--processes", "2"],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert Ledger(ledger_url).state_counts() == {"committed": len(items)}
+    assert set(stored_blobs(store)) == {item["sha256"] for item in items}
+    assert sum(entry["requests"] for entry in media_stats(fresh_sim).values()) == len(items)
