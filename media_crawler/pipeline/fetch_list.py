@@ -67,21 +67,16 @@ def fetch_list(config: CrawlConfig, source: Source, window: DayWindow, workers: 
     them (pipeline/shard_processes.py), each with workers/processes threads.
     child_logging: the log stream setup a forked process runs first.
     """
-    runtime = Runtime.from_config(config)
     threads = max(1, -(-workers // max(1, processes)))
-    # A connection per request in flight: a pool smaller than the threads would
-    # open (and throw away) a new connection for every request past its size.
-    runtime.session = make_session(pool_size=max(16, 2 * threads))
+    runtime = _list_runtime(config, threads)
     summary = ListSummary()
     try:
         discover(runtime, source, window)
     except CrawlError as error:
         summary.feed_error = f"{error.error_class.value}: {error.message}"
     if processes > 1:
-        def download_shard(shard: tuple[int, int]) -> int:
-            own = Runtime.from_config(config)
-            own.session = make_session(pool_size=max(16, 2 * threads))
-            return _download_pass(own, source, threads, shard).bytes
+        def download_shard(shard: tuple[int, int]) -> int:  # in a forked child: its own connections
+            return _download_pass(_list_runtime(config, threads), source, threads, shard).bytes
 
         with ShardProcesses(download_shard, processes, child_logging) as children:
             summary.downloaded_bytes += _download_pass(runtime, source, threads, (0, processes)).bytes
@@ -105,6 +100,14 @@ def fetch_list(config: CrawlConfig, source: Source, window: DayWindow, workers: 
     commit_partition(runtime, source, None)
     summary.states = runtime.ledger.state_counts()
     return summary
+
+
+def _list_runtime(config: CrawlConfig, threads: int) -> Runtime:
+    runtime = Runtime.from_config(config)
+    # A connection per request in flight: a pool smaller than the threads would
+    # open (and throw away) a new connection for every request past its size.
+    runtime.session = make_session(pool_size=max(16, 2 * threads))
+    return runtime
 
 
 def _download_pass(runtime: Runtime, source: Source, threads: int, shard: tuple[int, int] | None):
