@@ -39,6 +39,9 @@ def test_two_processes_split_the_list_and_every_line_arrives_whole(fresh_sim, tm
          "--store", str(store), "--allow-host", "127.0.0.1", "--workers", "4", "--processes", "2"],
         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert done.returncode == 0, done.stderr
+    # The command ends its process without the interpreter's teardown (cli.end_without_teardown):
+    # the ledger was closed first, so SQLite checkpointed its WAL into the database and removed it.
+    assert not (store / "ledger.db-wal").exists()
     lines = [json.loads(line) for line in done.stdout.splitlines()]  # a mixed line would not parse
     commits = [line for line in lines if line.get("stage") == "commit" and line.get("outcome") == "ok"]
     assert sorted(line["canonical_url"] for line in commits) == sorted({line["canonical_url"] for line in commits})
@@ -48,6 +51,16 @@ def test_two_processes_split_the_list_and_every_line_arrives_whole(fresh_sim, tm
     assert Ledger(f"sqlite:///{store / 'ledger.db'}").state_counts() == {"committed": len(items)}
     assert sum(entry["requests"] for entry in media_stats(fresh_sim).values()) == len(items)
     assert f"committed={len(items)}" in done.stderr
+
+
+def test_an_incomplete_list_exits_1_from_the_console_script_too(fresh_sim, tmp_path):
+    """The exit without teardown keeps the command's exit code and its last words on stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "media_crawler.cli", "fetch-urls", "--feed", f"{fresh_sim.base_url}/urls/missing.json",
+         "--store", str(tmp_path / "store"), "--allow-host", "127.0.0.1", "--processes", "2"],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "feed failed" in done.stderr.splitlines()[-1]
 
 
 def test_the_rows_of_a_shard_process_that_dies_are_taken_over(fresh_sim, tmp_path, monkeypatch):
