@@ -27,6 +27,7 @@ class Runtime:
     session: requests.Session
     download_threads: int = 8
     _adapters: dict[str, PlatformAdapter] = field(default_factory=dict)
+    _allowed_hosts: dict[tuple[str, str | None], tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, config: CrawlConfig) -> "Runtime":
@@ -76,14 +77,25 @@ class Runtime:
             self.budget.penalize(platform, factor=factor, seconds=max(60.0, usage.delay_s))
 
     def adapter(self, platform: str) -> PlatformAdapter:
-        from media_crawler.platforms.registry import build_adapter
+        adapter = self._adapters.get(platform)
+        if adapter is None:
+            from media_crawler.platforms.registry import build_adapter
 
-        if platform not in self._adapters:
-            self._adapters[platform] = build_adapter(platform, self.config.settings_for(platform), self.transport)
-        return self._adapters[platform]
+            adapter = self._adapters[platform] = build_adapter(platform, self.config.settings_for(platform), self.transport)
+        return adapter
 
     def allowed_hosts(self, platform: str, source_ident: str | None = None) -> tuple[str, ...]:
-        """Where media for this platform may be fetched from (checked on every redirect hop)."""
+        """Where media for this platform may be fetched from (checked on every redirect hop).
+
+        Asked once per item, answered from the configuration, which a runtime
+        never changes: worked out once per platform and source."""
+        key = (platform, source_ident)
+        hosts = self._allowed_hosts.get(key)
+        if hosts is None:
+            hosts = self._allowed_hosts[key] = self._work_out_allowed_hosts(platform, source_ident)
+        return hosts
+
+    def _work_out_allowed_hosts(self, platform: str, source_ident: str | None) -> tuple[str, ...]:
         adapter_cls = type(self.adapter(platform))
         hosts = list(adapter_cls.default_media_hosts) + list(self.config.settings_for(platform).media_hosts)
         if platform == "urls":
