@@ -120,7 +120,16 @@ def _v1_create(conn: Connection) -> None:
     schema.metadata.create_all(conn, tables=[schema.tasks, schema.cursors, schema.feed_errors, schema.rate_budget])
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create}
+def _v2_time_indexes(conn: Connection) -> None:
+    # A ledger created at version 2 already has them (create_all makes every index
+    # of the table definition): checkfirst keeps this step a no-op there.
+    wanted = set(schema.INDEXES_SINCE[2])
+    for index in schema.tasks.indexes:
+        if index.name in wanted:
+            index.create(conn, checkfirst=True)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create, 2: _v2_time_indexes}
 
 
 def migrate(engine: Engine) -> int:

@@ -18,7 +18,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 metadata = MetaData()
 
 schema_version = Table(
@@ -75,7 +75,14 @@ tasks = Table(
     Index("ix_mc_tasks_partition_state", "source_key", "day", "state"),
     Index("ix_mc_tasks_state_lease", "state", "lease_expires_at"),
     Index("ix_mc_tasks_sha256", "sha256"),
+    # Version 2: `failures --since`, `status` and `export --since` ask what failed or
+    # was committed in a time window; without these they read every row of the ledger.
+    Index("ix_mc_tasks_failed_at", "failed_at"),
+    Index("ix_mc_tasks_committed_at", "committed_at"),
 )
+
+# Indexes added by a schema version after 1 (store/database.py MIGRATIONS).
+INDEXES_SINCE = {2: ("ix_mc_tasks_failed_at", "ix_mc_tasks_committed_at")}
 
 # Per-source incremental cursors (newest item seen, paging tokens).
 cursors = Table(

@@ -1,0 +1,70 @@
+"""Schema versions: a ledger made by an older version is brought up to date in place,
+its rows kept, and the time-window queries of `failures`, `status` and `export` use
+the indexes version 2 added instead of reading every row."""
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import create_engine, inspect, select, text
+
+from media_crawler.store import schema
+from media_crawler.store.database import dispose_engines, get_engine, migrate
+from media_crawler.store.ledger import Ledger
+from media_crawler_tests.store.test_ledger import record
+
+TIME_INDEXES = set(schema.INDEXES_SINCE[2])
+
+
+def make_version_1_ledger(url: str) -> None:
+    """The ledger as version 1 left it: its tables, without version 2's indexes."""
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        schema.schema_version.create(conn)
+        schema.metadata.create_all(conn, tables=[schema.tasks, schema.cursors, schema.feed_errors, schema.rate_budget])
+        for name in TIME_INDEXES:
+            conn.execute(text(f"DROP INDEX {name}"))
+        conn.execute(schema.schema_version.insert().values(version=1, applied_at=time.time()))
+        conn.execute(schema.tasks.insert().values(
+            platform="urls", item_id="old", variant="original", kind="image", source_key="s", day="2026-01-01",
+            canonical_url="https://example.com/old.jpg", media_url="https://example.com/old.jpg",
+            state="committed", attempts=1, committed_at=time.time()))
+    engine.dispose()
+
+
+def index_names(engine) -> set[str]:
+    return {index["name"] for index in inspect(engine).get_indexes(schema.tasks.name)}
+
+
+def test_a_version_1_ledger_gets_the_time_indexes_and_keeps_its_rows(tmp_path):
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    make_version_1_ledger(url)
+    engine = get_engine(url)
+    assert not TIME_INDEXES & index_names(engine)
+
+    assert migrate(engine) == 2
+    assert TIME_INDEXES <= index_names(engine)
+    with engine.connect() as conn:
+        versions = conn.execute(select(schema.schema_version.c.version).order_by(schema.schema_version.c.version))
+        assert [row[0] for row in versions] == [1, 2]
+    assert [task.item_id for task in Ledger(url).tasks()] == ["old"]
+    dispose_engines()
+
+
+def test_a_new_ledger_starts_at_the_latest_version_with_every_index(tmp_path):
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    Ledger(url).record_discovered([record(1)], source_key="s", day="d")
+    engine = get_engine(url)
+    assert TIME_INDEXES <= index_names(engine)
+    assert migrate(engine) == schema.SCHEMA_VERSION  # again: nothing to do
+    dispose_engines()
+
+
+def test_time_window_queries_use_the_indexes(tmp_path):
+    url = f"sqlite:///{tmp_path / 'plan.db'}"
+    Ledger(url).record_discovered([record(1)], source_key="s", day="d")
+    with get_engine(url).connect() as conn:
+        for column, index in (("failed_at", "ix_mc_tasks_failed_at"), ("committed_at", "ix_mc_tasks_committed_at")):
+            plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN SELECT id FROM mc_tasks WHERE {column} >= 0"))
+            assert index in plan, plan
+    dispose_engines()
