@@ -31,6 +31,7 @@ from media_crawler.download.responses import (
     raise_for_status,
     resume_validator,
 )
+from media_crawler.download.writeback import EarlyWriteback
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import Timeouts, redact_url
 from media_crawler.store.cas import storage_error
@@ -178,6 +179,7 @@ def _stream_body(
     except OSError as exc:
         raise storage_error(exc, "opening the .part") from exc
     received, head = 0, b""
+    writeback = EarlyWriteback(handle.fileno(), plan.offset)
     with handle:
         for chunk in _read_chunks(response, chunk_size, plan.decode, safe_url, lambda: received):
             if plan.offset == 0 and len(head) < HEAD_BYTES:
@@ -190,6 +192,7 @@ def _stream_body(
                 raise CrawlError(ErrorClass.TOO_LARGE, f"{safe_url} sent more than {max_bytes} bytes")
             digest.update(chunk)
             _write(handle, chunk)
+            writeback.written_up_to(plan.offset + received)
         if plan.offset == 0 and len(head) < HEAD_BYTES:
             check_media_head(head, content_type)
         _fsync(handle)
