@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
 
 WORKERS_ENV = "MEDIA_CRAWLER_WORKERS"
 # Run tag every crawl-job run carries (defs/jobs.py): the per-platform run limit keys on it.
@@ -101,6 +100,8 @@ def plan_from_environment(config_path: str | os.PathLike | None = None) -> Worke
     """
     if os.environ.get(WORKERS_ENV):
         return WorkerPlan(int(os.environ[WORKERS_ENV]))
+    import yaml  # here, not at the top: fetch-urls imports this module and never reads YAML
+
     from media_crawler.config import default_config_path
 
     path = Path(config_path) if config_path else default_config_path()
@@ -113,6 +114,8 @@ def plan_from_environment(config_path: str | os.PathLike | None = None) -> Worke
 
 def render_instance_yaml(template: Path, plan: WorkerPlan) -> str:
     """The template's instance settings with the plan's run limits, as YAML text."""
+    import yaml
+
     instance = yaml.safe_load(template.read_text()) or {}
     body = yaml.safe_dump(plan.apply_to_instance(instance), sort_keys=False)
     return f"{RENDERED_MARKER} for workers: {plan.workers} from {template.name}; edit the template, not this file.\n{body}"
