@@ -27,6 +27,7 @@ from media_crawler.observe.events import correlation, current_correlation, log_i
 from media_crawler.observe.progress import LogSink, Progress
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler.pipeline.scheduling import SizeAwareOrder
 from media_crawler.recovery.crashpoints import AFTER_CLAIM, AFTER_DOWNLOAD_LEDGER, AFTER_PART_WRITE, crash_point
 from media_crawler.recovery.leases import LeaseHeartbeat, release_dead_leases
 from media_crawler.recovery.liveness import lease_owner
@@ -93,9 +94,6 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
     )
     crash_point(AFTER_CLAIM)
     report.extra["items_claimed"] = len(tasks)
-    # Largest first: long downloads start early and small ones fill in around
-    # them, so the stage does not end waiting on one big file started last.
-    tasks.sort(key=lambda task: -(task.expected_size or 0))
     halted: dict[str, CrawlError] = {}
     breaker = OutageBreaker()
     pending_changes: list = []
@@ -104,17 +102,22 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
     ids = current_correlation()  # worker threads do not inherit the step's context variables
     workers = workers or runtime.download_threads
     turns = _Turns(workers) if wait_threads > 0 else None
+    # Largest first, and never every worker on a large file while small ones wait (pipeline/scheduling.py).
+    order = SizeAwareOrder(tasks, workers)
 
     def work(task: Task) -> ItemOutcome:
-        with correlation(**ids), turns or contextlib.nullcontext():
-            item = _download_one(runtime, task, source, halted, breaker, sleep=turns.sleep if turns else time.sleep)
-            if after_download is not None and item.error is None and item.result is not None:
-                item.follow_up = after_download(item)
-            return item
+        try:
+            with correlation(**ids), turns or contextlib.nullcontext():
+                item = _download_one(runtime, task, source, halted, breaker, sleep=turns.sleep if turns else time.sleep)
+                if after_download is not None and item.error is None and item.result is not None:
+                    item.follow_up = after_download(item)
+                return item
+        finally:
+            order.finished(task)
 
     sinks = progress_sinks if progress_sinks is not None else [LogSink(stage="download")]
     with LeaseHeartbeat(runtime.ledger, owner, LEASE_S), Progress("download", len(tasks), sinks=sinks) as progress:
-        for outcome in run_bounded(work, tasks, workers=workers + max(wait_threads, 0)):
+        for outcome in run_bounded(work, order, workers=workers + max(wait_threads, 0)):
             if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
                 error = CrawlError(ErrorClass.STORAGE_ERROR, f"unexpected {type(outcome.error).__name__}: {outcome.error}")
                 item = ItemOutcome(outcome.item, None, error, outcome.item.attempts + 1, time.time(), 0.0)
