@@ -163,27 +163,42 @@ def table(grouped) -> list[str]:
 
 
 NOTES = """What the project does per file that the peers do not, and what it cost when measured on this
-machine (2 cores; perf, strace and py-spy on the same corpus, 2026-11-30):
-- start-up: a Python process that imports SQLAlchemy (~0.1-0.2 s), requests and Pillow, opens
-  its SQLite ledger and records every feed item before the first download: ~0.3 s before the
-  first byte (requests x8 starts in ~0.1 s, curl and aria2c in milliseconds);
-- sha256 of every byte while streaming: ~0.25 s of the main set's wall time on 2 cores (the
-  engine alone: 0.62-0.68 s without hashing and fsync, 0.85-0.89 s with hashing, 0.91-0.97 s
-  with both);
-- two fsyncs per file (the .part before it is linked into the store, then the store folder),
-  and a new `sha256/aa/bb/` folder for most files: on this ext4 (no journal) with the previous
-  run's files just deleted, creating an inode scans past recently deleted ones (`recently_deleted`
-  in the kernel profile), ~0.15-0.5 ms per file and ~0.5 ms per folder; the peers pay the
-  file creation too;
-- per item in Python, with the GIL shared by 8 download threads: the HTTP exchange (urllib3 and
-  http.client, ~20% of the GIL-held time), four JSON log lines (fetch, download, verify, commit;
-  ~20%), ledger rows (batched: one executemany per 100 items; ~10%), verification (size, announced
-  sha256, magic bytes, image header and decompression-bomb guard, MP4 box walk; ~5%).
+machine (2 cores; perf, strace, py-spy and A/B runs on the same corpus, 2026-11-30):
+- durability: every .part is fsynced before it is linked into the store, and the store folder
+  after the link. The peers leave their bytes in the page cache and exit; the kernel writes them
+  later. The disk floor this sets is in the line above (from physlimits.py, same run). fetch-urls
+  hands each MiB to the kernel for writing as it arrives and keeps at most half the workers on
+  large files while small ones remain, so the disk writes while the interpreter works;
+- start-up: imports (SQLAlchemy ~0.37 s, requests ~0.13 s, Pillow), the SQLite ledger, and every
+  feed item recorded before the first download: ~0.85 s before the first request (requests x8
+  starts in ~0.2 s, curl and aria2c in milliseconds);
+- sha256 of every byte while streaming (1.37 GB/s here: ~0.35 s of CPU for the main set);
+- a new `sha256/aa/bb/` folder for most files: on this ext4 (no journal) with the previous run's
+  files just deleted, creating an inode scans past recently deleted ones (`recently_deleted` in
+  the kernel profile), 22% of a single-worker run's CPU; the peers pay the file creation too;
+- per item in Python, with the GIL shared by the download threads: the HTTP exchange (urllib3
+  and http.client), four JSON log lines (fetch, download, verify, commit), ledger rows (batched:
+  one executemany per 100 items), verification (size, announced sha256, magic bytes, image
+  header and decompression-bomb guard, MP4 box walk).
 fetch-urls spreads the downloads over one forked process per core (2 here, `--processes`), since
-with all of the above in Python one process runs out of CPU before the network or the disk does.
+with all of the above in Python one process runs out of CPU before the network does.
 The fault profiles are where this pays: every cut body is resumed with Range/If-Range instead of
 being fetched again, Retry-After is honoured without holding a worker, and nothing unverified
 reaches the store."""
+
+
+def durability_floor(phys: dict, grouped) -> list[str]:
+    """What writing the main set durably costs this machine's disk alone, against req_pool8's whole run."""
+    total = phys.get("corpus_main_bytes")
+    one_file, per_file = phys.get("disk_write_fsync_1file_MBps"), phys.get("disk_write_fsync_per_file_408files_MBps")
+    peer = grouped.get(("clean", "main", "req_pool8"))
+    if not (total and one_file and per_file and peer):
+        return []
+    fastest, per_file_s = total / 1e6 / one_file, total / 1e6 / per_file
+    return [f"Durability floor: this disk writes the main set's {total / 1e6:.0f} MB with fsync in "
+            f"{fastest:.2f} s as one file and {per_file_s:.2f} s as its 408 files (physlimits.py: {one_file:.0f} and "
+            f"{per_file:.0f} MB/s), against {median(peer, 'wall'):.2f} s for req_pool8's whole run, "
+            "which never waits for the disk."]
 
 
 def main(results: Path) -> str:
@@ -208,7 +223,8 @@ def main(results: Path) -> str:
     out += ["", "## Acceptance (issue 4; medians of the same run as the peers)", "",
             "| criterion | target | measured | result |", "|---|---|---|---|"]
     out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in check.rows]
-    out += ["", "## Reading", ""] + [f"- {line}" for line in check.reading] + ["", NOTES]
+    out += ["", "## Reading", ""] + [f"- {line}" for line in check.reading + durability_floor(phys, grouped)]
+    out += ["", NOTES]
     out += ["", "## All results (medians)", "",
             "`sent/corpus`: bytes the server sent over the bytes of the files; `ok/miss/corrupt`: the worst "
             "repetition, as the harness verified it by sha256; `spread`: (max - min) / median wall time.", ""]
