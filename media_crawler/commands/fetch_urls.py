@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import gc
 import logging
+import os
 import select
 import sys
 import threading
@@ -60,6 +61,7 @@ class BatchedLines:
         self._lines: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._reader_left = False
         self._thread = threading.Thread(target=self._flush_periodically, name="mc-log-flush", daemon=True)
 
     def start(self) -> "BatchedLines":
@@ -67,6 +69,8 @@ class BatchedLines:
         return self
 
     def write(self, text: str) -> int:
+        if self._reader_left:  # nobody reads them any more: do not pile them up for the rest of the run
+            return len(text)
         with self._lock:
             self._lines.append(text)
         return len(text)
@@ -75,9 +79,12 @@ class BatchedLines:
         """Called by the logging handler after each line: the flusher thread does it."""
 
     def close(self) -> None:
+        """Write what is left; BrokenPipeError if the reader left (`| head`), now or earlier."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+        if self._reader_left:
+            raise BrokenPipeError("the log's reader left")
         self._write_batch()
 
     def _flush_periodically(self) -> None:
@@ -85,6 +92,9 @@ class BatchedLines:
             try:
                 self._write_batch()
             except (OSError, ValueError):  # the reader left (`| head`): close() reports it
+                self._reader_left = True
+                with self._lock:
+                    self._lines.clear()
                 return
 
     def _write_batch(self) -> None:
@@ -119,7 +129,8 @@ def _own_log_stream():
         yield
     finally:
         if batched is not None:
-            batched.close()
+            with contextlib.suppress(BrokenPipeError):  # the reader left: the parent says so
+                batched.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,7 +150,14 @@ def run(args: argparse.Namespace) -> int:
         return _fetch(args)
     finally:
         if batched is not None:
-            batched.close()
+            try:
+                batched.close()
+            except BrokenPipeError:
+                # `fetch-urls | head`: the log's reader left. Not an error, and caught
+                # here so the exit code still says whether the list is complete.
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
             configure()  # back to the plain stdout handler for whatever runs next in this process
         if not getattr(args, "process_ends", False):
             # An in-process caller (a test) gets the collector back as it was. Not

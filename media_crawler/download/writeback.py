@@ -16,7 +16,6 @@ standard library does not wrap (PostgreSQL uses it the same way for its
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 # Hand the kernel the bytes of a .part every this many bytes; smaller files
@@ -31,7 +30,9 @@ def _sync_file_range():
     if not sys.platform.startswith("linux"):
         return None
     try:
-        function = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).sync_file_range
+        # The running process's own symbols (libc is loaded): no library search, which
+        # would run `ldconfig -p` in a subprocess on every start.
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
     except (OSError, AttributeError):
         return None
     function.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)

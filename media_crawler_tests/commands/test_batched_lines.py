@@ -70,3 +70,34 @@ def test_a_batch_goes_out_in_whole_lines_of_at_most_pipe_buf_bytes():
     assert "".join(chunks) == "".join(lines)
     assert all(chunk.endswith("\n") and len(chunk.encode()) <= PIPE_BUF for chunk in chunks)
     assert len(chunks) < 400
+
+
+class GoneReader(io.StringIO):
+    """A pipe whose reader left (`fetch-urls | head`): every write fails."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_once_the_reader_left_no_line_is_kept_or_written_and_close_says_so():
+    stream = GoneReader()
+    batched = BatchedLines(stream, interval=0.01).start()
+    batched.write("first\n")
+    for _ in range(200):  # the flusher meets the closed pipe
+        if stream.writes:
+            break
+        threading.Event().wait(0.01)
+    for n in range(1000):
+        batched.write(f"line {n}\n")
+    try:
+        batched.close()
+    except BrokenPipeError:
+        pass
+    else:
+        raise AssertionError("close() must report the reader that left")
+    assert stream.writes == 1  # the lines written after it left were dropped, not retried or stored

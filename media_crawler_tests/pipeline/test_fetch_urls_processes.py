@@ -63,6 +63,20 @@ def test_an_incomplete_list_exits_1_from_the_console_script_too(fresh_sim, tmp_p
     assert "feed failed" in done.stderr.splitlines()[-1]
 
 
+@pytest.mark.parametrize("feed, code", [("/urls/demo.json", 0), ("/urls/missing.json", 1)])
+def test_a_log_reader_that_leaves_does_not_change_the_exit_code(fresh_sim, tmp_path, feed, code):
+    """`fetch-urls | head`: the reader of the log leaving is not an error, and the exit
+    code still says whether the list is complete."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "media_crawler.cli", "fetch-urls", "--feed", f"{fresh_sim.base_url}{feed}",
+         "--store", str(tmp_path / "store"), "--allow-host", "127.0.0.1", "--processes", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process.stdout.close()  # the reader leaves before the first line
+    stderr = process.communicate(timeout=120)[1]
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr
+
+
 def test_the_rows_of_a_shard_process_that_dies_are_taken_over(fresh_sim, tmp_path, monkeypatch):
     store = tmp_path / "store"
     items = feed_items(fresh_sim, "/urls/demo.json")
