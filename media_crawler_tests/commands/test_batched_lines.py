@@ -72,12 +72,8 @@ def test_a_batch_goes_out_in_whole_lines_of_at_most_pipe_buf_bytes():
     assert len(chunks) < 400
 
 
-class GoneReader(io.StringIO):
+class GoneReader(CountingStream):
     """A pipe whose reader left (`fetch-urls | head`): every write fails."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.writes = 0
 
     def write(self, text: str) -> int:
         self.writes += 1
