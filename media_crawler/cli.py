@@ -56,11 +56,18 @@ def main(argv: list[str] | None = None, *, process_ends: bool = False) -> int:
         code = int(module.run(args) or 0)
     except BrokenPipeError:
         # `media-crawler export | head`: the reader left; that is not an error.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        stdout_to_devnull()
         code = 0
     if process_ends and getattr(module, "EXIT_WITHOUT_TEARDOWN", False):
         end_without_teardown(code)
     return code
+
+
+def stdout_to_devnull() -> None:
+    """Stdout's reader left (`| head`): what is still written goes nowhere, without EPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def console_main() -> NoReturn:

@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import gc
 import logging
-import os
 import select
 import sys
 import threading
@@ -155,9 +154,9 @@ def run(args: argparse.Namespace) -> int:
             except BrokenPipeError:
                 # `fetch-urls | head`: the log's reader left. Not an error, and caught
                 # here so the exit code still says whether the list is complete.
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-                os.close(devnull)
+                from media_crawler.cli import stdout_to_devnull
+
+                stdout_to_devnull()
             configure()  # back to the plain stdout handler for whatever runs next in this process
         if not getattr(args, "process_ends", False):
             # An in-process caller (a test) gets the collector back as it was. Not
