@@ -64,6 +64,30 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
+def _use_wal(cursor, timeout_s: float = 30.0) -> None:
+    """Put the database in WAL mode, which it keeps in its file once set.
+
+    Asking for WAL when the file already is in WAL is still a journal-mode
+    change request, and SQLite can answer it "database is locked" at once,
+    without waiting out busy_timeout, while another process writes (seen as a
+    crawl failing at connect when two start together). So the mode is read
+    first, and only a database not yet in WAL (a new one) is switched, retrying
+    while another process holds the lock.
+    """
+    import sqlite3
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _create(url: str) -> Engine:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
@@ -76,9 +100,9 @@ def _create(url: str) -> Engine:
             # WAL: readers do not block the writer; NORMAL sync is durable in WAL mode
             # except for the last transactions on power loss, which a re-run redoes.
             cursor = dbapi_conn.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA busy_timeout=30000")
+            _use_wal(cursor)
+            cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.close()
             # Let SQLAlchemy's BEGIN reach SQLite so transactions really start.
             dbapi_conn.isolation_level = None

@@ -68,3 +68,36 @@ def test_time_window_queries_use_the_indexes(tmp_path):
                 f"EXPLAIN QUERY PLAN SELECT id FROM mc_tasks WHERE {column} >= 0"))
             assert index in plan, plan
     dispose_engines()
+
+
+class ScriptedCursor:
+    """A cursor whose first answers are 'database is locked', as SQLite gives while another process checkpoints."""
+
+    def __init__(self, mode: str, locked_times: int) -> None:
+        self.mode, self.locked_times, self.statements = mode, locked_times, []
+
+    def execute(self, statement: str):
+        import sqlite3
+
+        self.statements.append(statement)
+        if self.locked_times:
+            self.locked_times -= 1
+            raise sqlite3.OperationalError("database is locked")
+        if statement == "PRAGMA journal_mode=WAL":
+            self.mode = "wal"
+        return self
+
+    def fetchone(self):
+        return (self.mode,)
+
+
+def test_wal_is_set_once_and_a_locked_answer_is_waited_out():
+    from media_crawler.store.database import _use_wal
+
+    already = ScriptedCursor("wal", locked_times=0)
+    _use_wal(already)
+    assert already.statements == ["PRAGMA journal_mode"]  # no mode change asked of a WAL database
+
+    new = ScriptedCursor("delete", locked_times=2)
+    _use_wal(new)
+    assert new.mode == "wal" and new.statements[-1] == "PRAGMA journal_mode=WAL"
