@@ -6,7 +6,8 @@ Layout under the root:
 
 A commit is put-if-absent: fsync the staged file, re-check its hash, link it
 into place (os.link fails if the name exists, so two writers never overwrite
-each other), fsync the directory, then drop the staging name. Committing the
+each other), fsync the directory (and, when the link had to make its fan-out
+folders, their parents too), then drop the staging name. Committing the
 same content twice is a no-op, which is what makes every stage safe to re-run
 after a crash at any instruction.
 """
@@ -93,14 +94,36 @@ class BlobStore:
             # of small files the stat and mkdir calls per file cost more than
             # the link itself.
             try:
-                _link_making_folders(staged, target)
+                changed_folders = self._link_making_folders(staged, target)
             except FileExistsError:
                 return self._already_stored(staged, target)
-            _fsync_dir(target.parent)
+            for folder in changed_folders:
+                _fsync_dir(folder)
             staged.unlink(missing_ok=True)
             return CommitResult(sha256, size, target, created=True)
         except OSError as exc:
             raise storage_error(exc, "commit") from exc
+
+    def _link_making_folders(self, staged: Path, target: Path) -> list[Path]:
+        """Link `staged` to `target`; return the folders whose entries changed.
+
+        The fan-out folders are made only when the link says one is missing.
+        Then the new folders' own entries must reach the disk too, not just the
+        link: an fsync of a folder makes its entries durable, not the entry
+        that names it in its parent (POSIX leaves that to the filesystem). So
+        every level up to the store's `sha256/` is listed,
+        also a folder another writer made a moment ago: its parent may not be
+        synced yet, and this blob's ledger row must not say committed before it.
+        """
+        try:
+            os.link(staged, target)
+            return [target.parent]
+        except FileNotFoundError:
+            if not staged.exists():
+                raise
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.link(staged, target)
+        return [target.parent, *_folders_between(target.parent, self.blobs)]
 
     @staticmethod
     def _already_stored(staged: Path, target: Path) -> CommitResult:
@@ -143,14 +166,14 @@ def storage_error(exc: OSError, doing: str) -> CrawlError:
     return CrawlError(error_class, f"{doing}: {exc.strerror or exc}")
 
 
-def _link_making_folders(staged: Path, target: Path) -> None:
-    try:
-        os.link(staged, target)
-    except FileNotFoundError:
-        if not staged.exists():
-            raise
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.link(staged, target)
+def _folders_between(folder: Path, top: Path) -> list[Path]:
+    """The parents of `folder` up to and including `top`, nearest first."""
+    parents = []
+    for parent in folder.parents:
+        parents.append(parent)
+        if parent == top:
+            return parents
+    raise ValueError(f"{folder} is not under {top}")
 
 
 def _fsync_file(path: Path) -> None:

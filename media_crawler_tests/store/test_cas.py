@@ -102,3 +102,23 @@ def test_free_space_is_read_at_most_every_half_second(tmp_path, monkeypatch):
     clock = iter([100.0, 100.2, 100.6])
     monkeypatch.setattr("media_crawler.store.cas.time.monotonic", lambda: next(clock))
     assert [store.free_bytes(), store.free_bytes(), store.free_bytes()] == [5, 5, 1]
+
+
+def test_folders_a_commit_makes_are_synced_in_their_parents(tmp_path, monkeypatch):
+    """fsync of a new folder does not make its name in the parent durable: every level is synced."""
+    import media_crawler.store.cas as cas
+
+    synced = []
+    monkeypatch.setattr(cas, "_fsync_dir", synced.append)
+    store = BlobStore(tmp_path).ensure()
+    part, digest = stage(store, "task-1", b"first blob")
+    stored = store.commit(part, digest, verify_hash=False, synced=True, size=10)
+    blobs = tmp_path / "sha256"
+    assert synced == [stored.path.parent, blobs / digest[:2], blobs]
+
+    # A blob whose folder exists already changes only that folder.
+    part, second = stage(store, "task-2", b"second blob")
+    (blobs / second[:2] / second[2:4]).mkdir(parents=True)
+    synced.clear()
+    store.commit(part, second, verify_hash=False, synced=True, size=11)
+    assert synced == [blobs / second[:2] / second[2:4]]
