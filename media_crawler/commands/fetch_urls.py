@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import logging
-import select
 import sys
-import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
 from media_crawler.config import config_from_dict
+from media_crawler.observe.batched_lines import BatchedLines, ProcessWriteLock
 
-
-# Writes up to this size reach a pipe whole, never mixed with another process's.
-PIPE_BUF = getattr(select, "PIPE_BUF", 4096)
 
 # run() leaves nothing open behind it (threads and shard processes joined, log
 # lines written), so the console script may skip the interpreter's teardown
@@ -41,88 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-item-bytes", type=int, default=4 * 1024**3)
 
 
-class BatchedLines:
-    """The item log's stream when stdout is a file or a pipe: the lines arrive
-    in batches, at most `interval` seconds late, one write() per batch rather
-    than one per line. Every line is still written, whole and in order; a
-    terminal keeps line-by-line output. (At 5,000 small files the four stage
-    lines per item are 20,000 system calls, each handing the GIL to the
-    download threads and waiting to get it back.) The batch is kept here, not
-    left to stdout's buffer, which PYTHONUNBUFFERED=1 turns into a write per line.
-
-    A batch goes out in writes of whole lines of at most PIPE_BUF bytes: when
-    several processes share one pipe (--processes), the kernel keeps such a
-    write in one piece, so their lines interleave but never mix.
-    """
-
-    def __init__(self, stream, interval: float = 0.2) -> None:
-        self._stream, self._interval = stream, interval
-        self._lines: list[str] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._reader_left = False
-        self._thread = threading.Thread(target=self._flush_periodically, name="mc-log-flush", daemon=True)
-
-    def start(self) -> "BatchedLines":
-        self._thread.start()
-        return self
-
-    def write(self, text: str) -> int:
-        if self._reader_left:  # nobody reads them any more: do not pile them up for the rest of the run
-            return len(text)
-        with self._lock:
-            self._lines.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        """Called by the logging handler after each line: the flusher thread does it."""
-
-    def close(self) -> None:
-        """Write what is left; BrokenPipeError if the reader left (`| head`), now or earlier."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        if self._reader_left:
-            raise BrokenPipeError("the log's reader left")
-        self._write_batch()
-
-    def _flush_periodically(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                self._write_batch()
-            except (OSError, ValueError):  # the reader left (`| head`): close() reports it
-                self._reader_left = True
-                with self._lock:
-                    self._lines.clear()
-                return
-
-    def _write_batch(self) -> None:
-        with self._lock:
-            lines, self._lines = self._lines, []
-        chunk: list[str] = []
-        size = 0
-        for line in lines:
-            length = len(line) if line.isascii() else len(line.encode("utf-8", "replace"))
-            if chunk and size + length > PIPE_BUF:
-                self._write_chunk(chunk)
-                chunk, size = [], 0
-            chunk.append(line)
-            size += length
-        if chunk:
-            self._write_chunk(chunk)
-
-    def _write_chunk(self, lines: list[str]) -> None:
-        self._stream.write("".join(lines))
-        self._stream.flush()
-
-
 @contextlib.contextmanager
-def _own_log_stream():
+def _own_log_stream(process_lock: ProcessWriteLock | None):
     """A forked shard process's log stream: its parent's flusher thread did not
-    come along, so it starts its own, and flushes it before exiting."""
+    come along, so it starts its own, writing under the lock it shares with
+    the parent, and flushes it before exiting."""
     from media_crawler.observe.logging import configure
 
-    batched = None if sys.stdout.isatty() else BatchedLines(sys.stdout).start()
+    batched = None if sys.stdout.isatty() else BatchedLines(sys.stdout, process_lock=process_lock).start()
     configure(stream=batched)
     try:
         yield
@@ -146,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     batched = None if sys.stdout.isatty() else BatchedLines(sys.stdout).start()
     configure(stream=batched)
     try:
-        return _fetch(args)
+        return _fetch(args, batched)
     finally:
         if batched is not None:
             try:
@@ -167,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         logging.logThreads, logging.logProcesses, logging.logMultiprocessing = record_flags
 
 
-def _fetch(args: argparse.Namespace) -> int:
+def _fetch(args: argparse.Namespace, batched: BatchedLines | None) -> int:
     from media_crawler.models import DayWindow, Source
     from media_crawler.pipeline.fetch_list import fetch_list
     from media_crawler.pipeline.shard_processes import FORK_AVAILABLE, default_process_count
@@ -188,7 +111,8 @@ def _fetch(args: argparse.Namespace) -> int:
     if processes > 1 and not FORK_AVAILABLE:
         print("fetch-urls: --processes needs fork (Linux); using one process", file=sys.stderr)
         processes = 1
+    process_lock = batched.share_across_processes() if batched is not None and processes > 1 else None
     summary = fetch_list(config, source, window, workers=args.workers, processes=max(1, processes),
-                         child_logging=_own_log_stream)
+                         child_logging=functools.partial(_own_log_stream, process_lock))
     print(summary.line(), file=sys.stderr)
     return 0 if summary.complete else 1

@@ -111,7 +111,7 @@ class BlobStore:
         Then the new folders' own entries must reach the disk too, not just the
         link: an fsync of a folder makes its entries durable, not the entry
         that names it in its parent (POSIX leaves that to the filesystem). So
-        every level up to the store's `sha256/` is listed,
+        every level up to the store's root is listed,
         also a folder another writer made a moment ago: its parent may not be
         synced yet, and this blob's ledger row must not say committed before it.
         """
@@ -123,7 +123,7 @@ class BlobStore:
                 raise
         target.parent.mkdir(parents=True, exist_ok=True)
         os.link(staged, target)
-        return [target.parent, *_folders_between(target.parent, self.blobs)]
+        return [target.parent, *_folders_between(target.parent, self.root)]
 
     @staticmethod
     def _already_stored(staged: Path, target: Path) -> CommitResult:

@@ -114,7 +114,7 @@ def test_folders_a_commit_makes_are_synced_in_their_parents(tmp_path, monkeypatc
     part, digest = stage(store, "task-1", b"first blob")
     stored = store.commit(part, digest, verify_hash=False, synced=True, size=10)
     blobs = tmp_path / "sha256"
-    assert synced == [stored.path.parent, blobs / digest[:2], blobs]
+    assert synced == [stored.path.parent, blobs / digest[:2], blobs, tmp_path]
 
     # A blob whose folder exists already changes only that folder.
     part, second = stage(store, "task-2", b"second blob")
