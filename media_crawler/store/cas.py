@@ -47,8 +47,11 @@ class BlobStore:
         self._free_space: tuple[float, int] = (float("-inf"), 0)  # (read at, bytes free)
 
     def ensure(self) -> "BlobStore":
+        if self.blobs.is_dir() and self.staging.is_dir():
+            return self
         self.blobs.mkdir(parents=True, exist_ok=True)
         self.staging.mkdir(parents=True, exist_ok=True)
+        _fsync_dir(self.root)  # the new folders' names, before any blob is committed under them
         return self
 
     def path_for(self, sha256: str) -> Path:
@@ -105,15 +108,12 @@ class BlobStore:
             raise storage_error(exc, "commit") from exc
 
     def _link_making_folders(self, staged: Path, target: Path) -> list[Path]:
-        """Link `staged` to `target`; return the folders whose entries changed.
+        """Link `staged` to `target`; return the folders whose entries changed, nearest first.
 
         The fan-out folders are made only when the link says one is missing.
-        Then the new folders' own entries must reach the disk too, not just the
-        link: an fsync of a folder makes its entries durable, not the entry
-        that names it in its parent (POSIX leaves that to the filesystem). So
-        every level up to the store's root is listed,
-        also a folder another writer made a moment ago: its parent may not be
-        synced yet, and this blob's ledger row must not say committed before it.
+        A new folder's name must then reach the disk too, not just the link:
+        an fsync of a folder makes its entries durable, not the entry that
+        names it in its parent (POSIX leaves that to the filesystem).
         """
         try:
             os.link(staged, target)
@@ -121,9 +121,9 @@ class BlobStore:
         except FileNotFoundError:
             if not staged.exists():
                 raise
-        target.parent.mkdir(parents=True, exist_ok=True)
+        made_in = _make_folders(target.parent)
         os.link(staged, target)
-        return [target.parent, *_folders_between(target.parent, self.root)]
+        return [target.parent, *reversed(made_in)]
 
     @staticmethod
     def _already_stored(staged: Path, target: Path) -> CommitResult:
@@ -166,14 +166,23 @@ def storage_error(exc: OSError, doing: str) -> CrawlError:
     return CrawlError(error_class, f"{doing}: {exc.strerror or exc}")
 
 
-def _folders_between(folder: Path, top: Path) -> list[Path]:
-    """The parents of `folder` up to and including `top`, nearest first."""
-    parents = []
-    for parent in folder.parents:
-        parents.append(parent)
-        if parent == top:
-            return parents
-    raise ValueError(f"{folder} is not under {top}")
+def _make_folders(folder: Path) -> list[Path]:
+    """Make `folder` and its missing parents; return the parent of each, outermost first.
+
+    A folder another writer made a moment ago (FileExistsError) counts as
+    made: its parent may not be synced yet, and the caller's ledger row must
+    not say committed before it is.
+    """
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            pass
+    return [path.parent for path in reversed(missing)]
 
 
 def _fsync_file(path: Path) -> None:

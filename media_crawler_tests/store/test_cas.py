@@ -105,20 +105,32 @@ def test_free_space_is_read_at_most_every_half_second(tmp_path, monkeypatch):
 
 
 def test_folders_a_commit_makes_are_synced_in_their_parents(tmp_path, monkeypatch):
-    """fsync of a new folder does not make its name in the parent durable: every level is synced."""
+    """fsync of a new folder does not make its name in the parent durable: the parent is synced too."""
     import media_crawler.store.cas as cas
 
     synced = []
     monkeypatch.setattr(cas, "_fsync_dir", synced.append)
     store = BlobStore(tmp_path).ensure()
-    part, digest = stage(store, "task-1", b"first blob")
-    stored = store.commit(part, digest, verify_hash=False, synced=True, size=10)
     blobs = tmp_path / "sha256"
-    assert synced == [stored.path.parent, blobs / digest[:2], blobs, tmp_path]
+    assert synced == [tmp_path]  # ensure() made sha256/ and staging/
 
-    # A blob whose folder exists already changes only that folder.
-    part, second = stage(store, "task-2", b"second blob")
-    (blobs / second[:2] / second[2:4]).mkdir(parents=True)
+    def commit(data: bytes, existing_levels: int) -> str:
+        """Commit `data` with 0, 1 or 2 of its fan-out folders already there."""
+        part, digest = stage(store, f"task-{len(data)}", data)
+        folders = [blobs / digest[:2], blobs / digest[:2] / digest[2:4]]
+        for folder in folders[:existing_levels]:
+            folder.mkdir(exist_ok=True)
+        synced.clear()
+        store.commit(part, digest, verify_hash=False, synced=True, size=len(data))
+        return digest
+
+    first = commit(b"first blob", existing_levels=0)  # sha256/ab/ and sha256/ab/cd/ made
+    assert synced == [blobs / first[:2] / first[2:4], blobs / first[:2], blobs]
+    second = commit(b"the second blob", existing_levels=1)  # only sha256/ab/cd/ made
+    assert synced == [blobs / second[:2] / second[2:4], blobs / second[:2]]
+    third = commit(b"and a third blob", existing_levels=2)  # nothing made
+    assert synced == [blobs / third[:2] / third[2:4]]
+
     synced.clear()
-    store.commit(part, second, verify_hash=False, synced=True, size=11)
-    assert synced == [blobs / second[:2] / second[2:4]]
+    BlobStore(tmp_path).ensure()  # an existing store: nothing to sync
+    assert synced == []
