@@ -153,7 +153,7 @@ def table(grouped) -> list[str]:
         wall = median(rs, "wall")
         ratio = x_curl(grouped, tag, set_name, rs)
         spread = (max(r["wall"] for r in rs) - min(r["wall"] for r in rs)) / wall if len(rs) > 1 else 0
-        name = f"**{tool}**" if tool == PROJECT else tool
+        name = "floor.py" if (tag, tool) == ("floor", PROJECT) else f"**{tool}**" if tool == PROJECT else tool
         lines.append(
             f"| {tag} | {set_name} | {name} | {len(rs)} | {wall:.2f} | {rs[0]['bytes'] / 1e6 / wall:.1f} | "
             f"{rs[0]['files'] / wall:.1f} | {median(rs, 'cpu'):.2f} | {median(rs, 'rss_mb'):.1f} | "
@@ -162,20 +162,23 @@ def table(grouped) -> list[str]:
     return lines
 
 
-NOTES = """What the project does per file that the peers do not, and what it cost when measured on this
-machine (2 cores; perf, strace, py-spy and A/B runs on the same corpus, 2026-11-30):
-- durability: every .part is fsynced before it is linked into the store, and the store folder
-  after the link. The peers leave their bytes in the page cache and exit; the kernel writes them
-  later. The disk floor this sets is in the line above (from physlimits.py, same run). fetch-urls
-  hands each MiB to the kernel for writing as it arrives and keeps at most half the workers on
-  large files while small ones remain, so the disk writes while the interpreter works;
-- start-up: imports (SQLAlchemy ~0.37 s, requests ~0.13 s, Pillow), the SQLite ledger, and every
-  feed item recorded before the first download: ~0.85 s before the first request (requests x8
-  starts in ~0.2 s, curl and aria2c in milliseconds);
-- sha256 of every byte while streaming (1.37 GB/s here: ~0.35 s of CPU for the main set);
-- a new `sha256/aa/bb/` folder for most files: on this ext4 (no journal) with the previous run's
-  files just deleted, creating an inode scans past recently deleted ones (`recently_deleted` in
-  the kernel profile), 22% of a single-worker run's CPU; the peers pay the file creation too;
+NOTES = """What the project does per file that the peers do not, and what it cost when measured
+(2026-11-30, a 2-core AMD EPYC VM, ext4 without a journal; perf, strace, py-spy and interleaved
+A/B runs of fetch-urls on the main set; seconds vary by +-10% from minute to minute here):
+- durability: every .part is fsynced before it is linked into the store, the store folder after
+  the link, and the parent of a folder the link had to make. The peers leave their bytes in the
+  page cache and exit. fetch-urls hands each MiB to the kernel for writing as it arrives and keeps
+  at most half the workers on large files while small ones remain, so the disk writes while the
+  interpreter works. Skipping every fsync (a measurement, not an option) saved 0.17 s of 1.88 s;
+- start-up: the imports (SQLAlchemy 0.21 s, requests 0.10 s), the SQLite ledger and every feed
+  item recorded before the first download: the first item is recorded at ~0.4 s (requests x8
+  sends its first request at ~0.12 s, curl and aria2c in milliseconds);
+- sha256 of every byte while streaming (~0.27 s of CPU for the main set at physlimits' rate);
+- the `sha256/aa/bb/` folders (the GUIDE's layout): 1.5 new folders per file on a fresh store. On
+  this ext4 with the previous repetition's files just deleted, each new inode is found by scanning
+  past the recently deleted ones (`recently_deleted` in the kernel): inode creation was 21% of a
+  run's CPU samples, mkdir alone 12%. A one-level layout measured 0.18 s faster (1.93 -> 1.75 s,
+  8 interleaved runs each) and was not adopted: the layout is the store's format;
 - per item in Python, with the GIL shared by the download threads: the HTTP exchange (urllib3
   and http.client), four JSON log lines (fetch, download, verify, commit), ledger rows (batched:
   one executemany per 100 items), verification (size, announced sha256, magic bytes, image
@@ -201,6 +204,27 @@ def durability_floor(phys: dict, grouped) -> list[str]:
             "which never waits for the disk."]
 
 
+def floor_reading(grouped) -> list[str]:
+    """bench/floor.py (the `floor` phase) against req_pool8 in its own phase, and the project against it."""
+    floor, pool8 = grouped.get(("floor", "main", PROJECT)), grouped.get(("floor", "main", "req_pool8"))
+    if not (floor and pool8):
+        return []
+    floor_wall, pool_wall = median(floor, "wall"), median(pool8, "wall")
+    ratio = x_curl(grouped, "floor", "main", floor)
+    line = (f"Floor: bench/floor.py does per file only what issue 4 and the GUIDE require of every blob (stream "
+            f"to a .part, sha256 while writing, fsync, link into sha256/ab/cd/, fsync the folder; SQLAlchemy, "
+            f"which the ledger is built on, imported) and nothing else: no ledger rows, checks, retries or logs. "
+            f"In the floor phase it took {floor_wall:.2f} s against req_pool8's {pool_wall:.2f} s "
+            f"({floor_wall / pool_wall:.2f}x)" + (f", x_curl {ratio:.2f}" if ratio is not None else "") + ".")
+    project = grouped.get(("clean", "main", PROJECT))
+    if project:
+        line += f" The project's clean main run ({median(project, 'wall'):.2f} s) is {median(project, 'wall') / floor_wall:.2f}x the floor."
+    if floor_wall > pool_wall:
+        line += (" Keeping these rules with the project's stack (Python, requests), even with nothing else to do, "
+                 "does not reach req_pool8's time on this machine.")
+    return [line]
+
+
 def main(results: Path) -> str:
     records = load(results)
     if not records:
@@ -223,7 +247,7 @@ def main(results: Path) -> str:
     out += ["", "## Acceptance (issue 4; medians of the same run as the peers)", "",
             "| criterion | target | measured | result |", "|---|---|---|---|"]
     out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in check.rows]
-    out += ["", "## Reading", ""] + [f"- {line}" for line in check.reading + durability_floor(phys, grouped)]
+    out += ["", "## Reading", ""] + [f"- {line}" for line in check.reading + durability_floor(phys, grouped) + floor_reading(grouped)]
     out += ["", NOTES]
     out += ["", "## All results (medians)", "",
             "`sent/corpus`: bytes the server sent over the bytes of the files; `ok/miss/corrupt`: the worst "

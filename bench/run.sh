@@ -5,9 +5,13 @@
 #   bash bench/run.sh                                  everything (~15 min on 2 cores)
 #   PHASES="clean small" TOOLS=req_pool8,aria2c,curl,project REPS=1 bash bench/run.sh
 #
-# PHASES: run_bench.sh's phases (phys clean small fault fault2) plus `big`, which
-# run_bench.sh prepares (the 472 MB single file) but does not run: here it measures
-# peak RSS while the project downloads that file. BIG_TOOLS, BIG_REPS: its tools, reps.
+# PHASES: run_bench.sh's phases (phys clean small fault fault2) plus two of ours:
+# `big`, which run_bench.sh prepares (the 472 MB single file) but does not run: here it
+# measures peak RSS while the project downloads that file (BIG_TOOLS, BIG_REPS: its
+# tools, reps); and `floor`: bench/floor.py, only the per-blob work issue 4 requires
+# (stream, sha256, fsync, link into sha256/ab/cd/), in the project's place, against
+# curl and req_pool8 on the main set (FLOOR_REPS): what any tool keeping those rules
+# takes on this machine.
 # Other variables (REPS, SMALL_REPS, FAULT_REPS, TOOLS, FTOOLS, SKIP_SETUP, BENCH_WORK)
 # go to run_bench.sh unchanged.
 set -euo pipefail
@@ -26,7 +30,7 @@ if [ -z "${BENCH_PROJECT_CMD:-}" ]; then
   BENCH_PROJECT_CMD="$REPO/.venv/bin/media-crawler fetch-urls --feed {feed} --store {out} --allow-host 127.0.0.1 --workers 8"
 fi
 export BENCH_PROJECT_CMD
-export PHASES="${PHASES:-phys clean small fault fault2 big}"
+export PHASES="${PHASES:-phys clean small fault fault2 big floor}"
 BIG_TOOLS="${BIG_TOOLS:-req_pool8,aria2c,curl,project}"
 BIG_REPS="${BIG_REPS:-3}"
 
@@ -48,6 +52,12 @@ RESULTS="$(sed -n 's/^== results in \(.*\) ==$/\1/p' "$LOG" | tail -1)"
 if [[ " $PHASES " == *" big "* ]]; then
   "$BENCH_WORK/venv/bin/python" "$SHARED/bench.py" run --set big --reps "$BIG_REPS" --tools "$BIG_TOOLS" \
     --tag clean --out "$RESULTS/clean_big.jsonl"
+fi
+
+if [[ " $PHASES " == *" floor "* ]]; then
+  BENCH_PROJECT_CMD="$REPO/.venv/bin/python $HERE/floor.py --feed {feed} --store {out}" \
+    "$BENCH_WORK/venv/bin/python" "$SHARED/bench.py" run --set main --reps "${FLOOR_REPS:-3}" \
+    --tools curl,req_pool8,project --tag floor --out "$RESULTS/floor_main.jsonl"
 fi
 
 {
