@@ -216,9 +216,13 @@ def floor_reading(grouped) -> list[str]:
             f"which the ledger is built on, imported) and nothing else: no ledger rows, checks, retries or logs. "
             f"In the floor phase it took {floor_wall:.2f} s against req_pool8's {pool_wall:.2f} s "
             f"({floor_wall / pool_wall:.2f}x)" + (f", x_curl {ratio:.2f}" if ratio is not None else "") + ".")
-    project = grouped.get(("clean", "main", PROJECT))
-    if project:
-        line += f" The project's clean main run ({median(project, 'wall'):.2f} s) is {median(project, 'wall') / floor_wall:.2f}x the floor."
+    project, clean_pool8 = grouped.get(("clean", "main", PROJECT)), grouped.get(("clean", "main", "req_pool8"))
+    if project and clean_pool8:
+        # Phases run minutes apart and this machine's speed drifts: compare each
+        # against req_pool8 of its own phase, not seconds across phases.
+        project_ratio = median(project, "wall") / median(clean_pool8, "wall")
+        line += (f" The project took {project_ratio:.2f}x req_pool8 in the clean phase: "
+                 f"{project_ratio / (floor_wall / pool_wall):.2f}x the floor, by those ratios.")
     if floor_wall > pool_wall:
         line += (" Keeping these rules with the project's stack (Python, requests), even with nothing else to do, "
                  "does not reach req_pool8's time on this machine.")
