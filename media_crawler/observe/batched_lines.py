@@ -20,20 +20,20 @@ class ProcessWriteLock:
     """
 
     def __init__(self) -> None:
-        import tempfile  # Linux only, like the shard processes that need it
+        # Imported here: POSIX only, like the fork that needs this lock, and this
+        # module is fetch-urls' on every platform.
+        import fcntl
+        import tempfile
 
         self._file = tempfile.TemporaryFile()
+        self._lockf, self._exclusive, self._unlock = fcntl.lockf, fcntl.LOCK_EX, fcntl.LOCK_UN
 
     def __enter__(self) -> "ProcessWriteLock":
-        import fcntl
-
-        fcntl.lockf(self._file.fileno(), fcntl.LOCK_EX)
+        self._lockf(self._file.fileno(), self._exclusive)
         return self
 
     def __exit__(self, *_exc) -> None:
-        import fcntl
-
-        fcntl.lockf(self._file.fileno(), fcntl.LOCK_UN)
+        self._lockf(self._file.fileno(), self._unlock)
 
 
 class BatchedLines:
