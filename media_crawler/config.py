@@ -5,7 +5,7 @@ store: ./var/store                 # blob store root (default $MEDIA_CRAWLER_HOM
 ledger_url: sqlite:///var/ledger.db  # or postgresql+psycopg2://... (env MEDIA_CRAWLER_LEDGER_URL wins)
 allow_hosts: [127.0.0.1]           # extra media/API hosts allowed for every platform (tests, simulator)
 platforms:
-  bilibili: {api_base: "http://127.0.0.1:8787/bilibili", max_height: 1080}
+  bilibili: {api_base: "http://127.0.0.1:8787/bilibili", max_height: 1080, mux: true}  # mux: DASH tracks into one MP4 too (needs ffmpeg)
   facebook: {api_base: "...", credential_env: {access_token: FB_ACCESS_TOKEN}}
 sources:
   - bilibili: user 12345
@@ -130,8 +130,14 @@ def _parse_sources(entries: Any) -> list[Source]:
     return sources
 
 
+def _flag(platform: str, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"platforms.{platform}.{key} must be true or false, not {value!r}")
+    return value
+
+
 def _platform_settings(name: str, raw: Mapping[str, Any]) -> PlatformSettings:
-    known = {"api_base", "extra_api_bases", "media_hosts", "max_height", "codec_order", "credential_env"}
+    known = {"api_base", "extra_api_bases", "media_hosts", "max_height", "codec_order", "credential_env", "mux"}
     return PlatformSettings(
         api_base=raw.get("api_base"),
         extra_api_bases=dict(raw.get("extra_api_bases") or {}),
@@ -139,5 +145,6 @@ def _platform_settings(name: str, raw: Mapping[str, Any]) -> PlatformSettings:
         max_height=int(raw.get("max_height", 1080)),
         codec_order=tuple(raw.get("codec_order") or ("avc", "hevc", "av1")),
         credential_env=dict(raw.get("credential_env") or {}),
+        mux=_flag(name, "mux", raw.get("mux", True)),
         options={key: value for key, value in raw.items() if key not in known},
     )

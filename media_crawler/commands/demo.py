@@ -32,7 +32,9 @@ def demo_sources(base_url: str) -> dict:
     return {
         "allow_hosts": ["127.0.0.1"],
         "platforms": {
-            "bilibili": {"api_base": f"{base_url}/bilibili", "max_height": 1080},
+            # mux off: the simulator's DASH tracks are valid ISO-BMFF boxes but hold no
+            # playable samples, so a real ffmpeg would have nothing to mux.
+            "bilibili": {"api_base": f"{base_url}/bilibili", "max_height": 1080, "mux": False},
             "weibo": {"api_base": f"{base_url}/weibo-m", "extra_api_bases": {"ajax": f"{base_url}/weibo"}},
             "facebook": {"api_base": f"{base_url}/facebook/v19.0", "credential_env": {"access_token": DEMO_TOKEN_ENV}},
         },

@@ -33,6 +33,7 @@ from media_crawler.observe.logging import ensure_configured
 from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import download_partition
 from media_crawler.pipeline.integrity import partition_blob_mismatches, partition_progress
+from media_crawler.pipeline.mux_tracks import mux_partition
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
 from media_crawler.recovery.runs import record_run_process
@@ -142,7 +143,8 @@ def verified_media(context: AssetExecutionContext, crawler: CrawlerResource) -> 
     ],
 )
 def committed_media(context: AssetExecutionContext, crawler: CrawlerResource):
-    """Verified media in the content-addressed store (`sha256/aa/bb/<sha256>`).
+    """Verified media in the content-addressed store (`sha256/aa/bb/<sha256>`), and for
+    DASH videos a muxed MP4 of the tracks when ffmpeg is on PATH (pipeline/mux_tracks.py).
 
     fsync, then an atomic put-if-absent link: a blob is absent or whole, and
     identical content is stored once. The partition fails while any item is
@@ -152,6 +154,7 @@ def committed_media(context: AssetExecutionContext, crawler: CrawlerResource):
     with _stage(context, crawler) as (runtime, source, window):
         commit_started = time.time()
         report = commit_partition(runtime, source, window)
+        mux_partition(runtime, source, window, report)
         progress = partition_progress(runtime, source, window)
         mismatches = partition_blob_mismatches(runtime, source, window, rehash_since=commit_started)
     if progress.unfinished:

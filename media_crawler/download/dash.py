@@ -48,11 +48,16 @@ def mux(
     if mux_unavailable_reason(enabled, ffmpeg) is not None:
         return False
     out_path = Path(out_path)
-    temporary = out_path.with_name(out_path.name + ".mux-tmp")
+    # Same suffix as out_path: a temporary left by a crash in staging is a stale
+    # .part that `reconcile` removes.
+    temporary = out_path.with_name(f"{out_path.stem}.mux-tmp{out_path.suffix}")
     command = [
         ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
         "-i", os.fspath(video_path), "-i", os.fspath(audio_path),
         "-map", "0:v:0", "-map", "1:a:0", "-c", "copy",
+        # The same tracks make the same bytes (no encoder version string in the
+        # file): a mux redone after a crash is stored once.
+        "-fflags", "+bitexact",
         "-movflags", "+faststart", "-f", "mp4", os.fspath(temporary),
     ]  # fmt: skip
     try:

@@ -46,7 +46,9 @@ class PlatformSettings:
     api_base: the platform's API root (simulator, proxy or mirror in tests);
     extra_api_bases: further roots a platform needs (Weibo's m. and ajax APIs);
     media_hosts: host patterns media may be fetched from (`*.hdslb.com`);
-    credentials are names of environment variables, never values.
+    credentials are names of environment variables, never values;
+    mux: also commit a muxed MP4 of a DASH video's video and audio tracks
+    when ffmpeg is on PATH (pipeline/mux_tracks.py).
     """
 
     api_base: str | None = None
@@ -55,6 +57,7 @@ class PlatformSettings:
     max_height: int = 1080
     codec_order: tuple[str, ...] = ("avc", "hevc", "av1")
     credential_env: Mapping[str, str] = field(default_factory=dict)
+    mux: bool = True
     options: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -171,6 +171,18 @@ class Ledger:
             inserted = _insert_absent(conn, rows)
         return [record for key, record in by_key.items() if key in inserted]
 
+    def insert_committed(self, record: MediaRecord, *, source_key: str, day: str, sha256: str, size: int,
+                         run_id: str | None = None) -> bool:
+        """Insert a row that is committed from the start: a blob the crawler made
+        from committed ones (a muxed MP4), never downloaded. False when the
+        identity is already there (a concurrent run made it first)."""
+        now = time.time()
+        row = {**_new_row(_record_columns(record), source_key=source_key, day=day, run_id=run_id, now=now),
+               "state": COMMITTED, "sha256": sha256, "size": size, "finished_at": now, "verified_at": now,
+               "committed_at": now}
+        with self.engine.begin() as conn:
+            return bool(_insert_absent(conn, [row]))
+
     # -- claims and leases ---------------------------------------------------
     def claim(
         self, *, source_key: str | None, day: str | None, owner: str, lease_s: float, limit: int | None = None,

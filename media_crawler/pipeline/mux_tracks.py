@@ -1,0 +1,107 @@
+"""The commit stage's last step for DASH videos: a group's committed video and
+audio tracks muxed into one MP4 (ffmpeg, stream copy) and committed as one
+more blob, with a ledger row of its own (variant `mux`, the tracks' group).
+
+The tracks are the archive and the muxed file a convenience. So muxing turned
+off (`platforms.<name>.mux: false`) or no ffmpeg on PATH is a reason, reported
+once per partition in the stage's metadata and log, and an ffmpeg that rejects
+a group's tracks is a warning for that group, tried again on the next run:
+neither fails the partition or touches the tracks.
+
+Crash safety: the row is written after the blob is committed, and ffmpeg runs
+with bitexact output, so a run that died in between makes the same bytes again
+and the store keeps one copy.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import Iterable
+
+from media_crawler.download.dash import find_ffmpeg, mux, mux_unavailable_reason
+from media_crawler.errors import CrawlError
+from media_crawler.models import DayWindow, Source
+from media_crawler.observe.events import log_item
+from media_crawler.pipeline.report import StageReport
+from media_crawler.pipeline.runtime import Runtime
+from media_crawler.store.cas import file_sha256
+from media_crawler.store.ledger import COMMITTED, Task
+from media_crawler.verify.verify import verify_file
+
+MUX_VARIANT = "mux"
+
+
+def mux_partition(runtime: Runtime, source: Source, window: DayWindow, report: StageReport) -> None:
+    """Mux every group of the partition whose tracks are committed and that has no muxed row yet.
+
+    Adds to `report.extra`: `items_muxed`, `mux_failed` and, when muxing cannot
+    run, `mux_unavailable` (the reason).
+    """
+    settings = runtime.config.settings_for(source.platform)
+    ffmpeg = find_ffmpeg() if settings.mux else None
+    pairs = list(_unmuxed_pairs(runtime.ledger.tasks(source_key=source.key, day=window.day.isoformat())))
+    if not pairs:
+        return
+    reason = mux_unavailable_reason(settings.mux, ffmpeg)
+    if reason is not None:
+        report.extra["mux_unavailable"] = reason
+        log_item(stage="commit", platform=source.platform, canonical_url=pairs[0][0].canonical_url,
+                 outcome="skipped", reason="mux_unavailable", message=reason, groups=len(pairs), level=logging.INFO)
+        return
+    muxed = failed = 0
+    for video, audio in pairs:
+        if _mux_pair(runtime, video, audio, ffmpeg):
+            muxed += 1
+        else:
+            failed += 1
+    report.extra["items_muxed"] = muxed
+    report.extra["mux_failed"] = failed
+
+
+def _unmuxed_pairs(tasks: Iterable[Task]) -> Iterable[tuple[Task, Task]]:
+    """(video, audio) of each DASH group whose tracks are committed and that has no `mux` row."""
+    groups: dict[tuple[str, str], dict[str, list[Task]]] = {}
+    for task in tasks:
+        if task.group_key is None:
+            continue
+        group = groups.setdefault((task.platform, task.item_id), {"video": [], "audio": [], "mux": []})
+        if task.variant == MUX_VARIANT:
+            group["mux"].append(task)
+        elif task.state == COMMITTED and task.kind in ("video", "audio") and task.variant.startswith(f"{task.kind}-"):
+            group[task.kind].append(task)
+    for group in groups.values():
+        if group["video"] and group["audio"] and not group["mux"]:
+            # A selection that changed between runs can leave two qualities committed: the best of each.
+            yield max(group["video"], key=_quality), max(group["audio"], key=_quality)
+
+
+def _quality(task: Task) -> tuple:
+    return (task.meta.get("height") or 0, task.meta.get("bandwidth") or 0, task.id)
+
+
+def _mux_pair(runtime: Runtime, video: Task, audio: Task, ffmpeg: str) -> bool:
+    store = runtime.store
+    staged = store.staging_path(f"mux-{video.id}")  # from the ledger id, like every staging name
+    started = time.monotonic()
+    canonical_url = f"{video.canonical_url.split('#', 1)[0]}#{MUX_VARIANT}"
+    try:
+        mux(store.path_for(video.sha256), store.path_for(audio.sha256), staged, ffmpeg=ffmpeg)
+        verify_file(staged, kind="video")
+        digest = file_sha256(staged)
+        stored = store.commit(staged, digest, verify_hash=False)
+    except CrawlError as error:
+        staged.unlink(missing_ok=True)
+        log_item(stage="commit", platform=video.platform, canonical_url=canonical_url, outcome="failed",
+                 error_class=error.error_class.value, message=error.message,
+                 duration_ms=(time.monotonic() - started) * 1000)
+        return False
+    record = replace(video.as_record(), variant=MUX_VARIANT, canonical_url=canonical_url, resolve_ref=None,
+                     expected_sha256=None, expected_size=None,
+                     meta={**video.meta, "muxed_from": [video.variant, audio.variant],
+                           "video_sha256": video.sha256, "audio_sha256": audio.sha256})
+    runtime.ledger.insert_committed(record, source_key=video.source_key, day=video.day, sha256=digest,
+                                    size=stored.size)
+    log_item(stage="commit", platform=video.platform, canonical_url=canonical_url, outcome="ok", sha256=digest,
+             bytes=stored.size, deduplicated=not stored.created, duration_ms=(time.monotonic() - started) * 1000)
+    return True

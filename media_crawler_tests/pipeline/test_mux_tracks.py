@@ -1,0 +1,153 @@
+"""The commit stage muxes each DASH group's committed tracks into one more blob
+(ffmpeg on PATH, muxing on); without ffmpeg, or when it fails, the partition
+still succeeds and the tracks are untouched."""
+from __future__ import annotations
+
+import stat
+from datetime import date
+
+import pytest
+import requests
+import yaml
+from dagster import DagsterInstance
+
+from media_crawler.commands.crawl import crawl
+from media_crawler.config import load_config
+from media_crawler.models import DayWindow
+from media_crawler.pipeline.mux_tracks import MUX_VARIANT, mux_partition
+from media_crawler.pipeline.report import StageReport
+from media_crawler.pipeline.runtime import Runtime
+from media_crawler.store.ledger import COMMITTED, Ledger
+from media_crawler_tests.conftest import write_config
+
+# A stand-in for ffmpeg that counts its calls and "muxes" by copying the video
+# track (an MP4 with a moov box, which the verifier accepts) to the last argument.
+COPYING_FFMPEG = """#!/bin/sh
+echo call >> "$(dirname "$0")/calls"
+video=""
+while [ $# -gt 1 ]; do
+  if [ "$1" = "-i" ] && [ -z "$video" ]; then video="$2"; fi
+  shift
+done
+cp "$video" "$1"
+"""
+FAILING_FFMPEG = """#!/bin/sh
+echo call >> "$(dirname "$0")/calls"
+echo "[mp4] dimensions not set" >&2
+exit 1
+"""
+
+
+@pytest.fixture
+def instance():
+    with DagsterInstance.ephemeral() as inst:
+        yield inst
+
+
+def ffmpeg_on_path(tmp_path, monkeypatch, script: str):
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    ffmpeg = folder / "ffmpeg"
+    ffmpeg.write_text(script)
+    ffmpeg.chmod(ffmpeg.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")
+    return folder / "calls"
+
+
+def bilibili_config(crawl_home, simulator, mux: bool = True):
+    path = write_config(crawl_home, simulator, [{"bilibili": "user 12345"}])
+    data = yaml.safe_load(path.read_text())
+    data["platforms"]["bilibili"]["mux"] = mux
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def dash_groups(ledger: Ledger) -> dict[str, dict[str, object]]:
+    groups: dict[str, dict[str, object]] = {}
+    for task in ledger.tasks():
+        if task.variant == MUX_VARIANT or task.variant.startswith(("video-", "audio-")):
+            groups.setdefault(task.item_id, {})[task.variant.split("-")[0]] = task
+    return groups
+
+
+def test_each_dash_group_gets_one_committed_muxed_blob_and_a_rerun_muxes_nothing(
+        crawl_home, simulator, instance, tmp_path, monkeypatch):
+    calls = ffmpeg_on_path(tmp_path, monkeypatch, COPYING_FFMPEG)
+    path = bilibili_config(crawl_home, simulator)
+    days = requests.get(f"{simulator.base_url}/_sim/truth", timeout=5).json()["days"]
+    outcome = crawl(path, days, instance=instance)
+    assert not outcome.failed, [(p.source_key, p.day, p.error) for p in outcome.failed]
+
+    config = load_config(path)
+    ledger = Ledger(config.ledger_url)
+    groups = dash_groups(ledger)
+    assert groups, "the simulator's bilibili user has DASH videos"
+    store = Runtime.from_config(config).store
+    for item_id, group in groups.items():
+        video, audio, muxed = group["video"], group["audio"], group["mux"]
+        assert muxed.state == COMMITTED and muxed.kind == "video" and muxed.group_key == video.group_key
+        assert muxed.meta["muxed_from"] == [video.variant, audio.variant]
+        assert (muxed.meta["video_sha256"], muxed.meta["audio_sha256"]) == (video.sha256, audio.sha256)
+        assert muxed.canonical_url.endswith("#mux")
+        assert store.path_for(muxed.sha256).read_bytes() == store.path_for(video.sha256).read_bytes()
+    assert len(calls.read_text().splitlines()) == len(groups)
+    assert not list((config.store_root / "staging").glob("*.part"))
+
+    again = crawl(path, days, instance=instance)
+    assert not again.failed
+    assert len(calls.read_text().splitlines()) == len(groups)  # nothing muxed twice
+
+
+def test_an_ffmpeg_that_fails_leaves_the_partition_green_and_is_tried_on_the_next_run(
+        crawl_home, simulator, instance, tmp_path, monkeypatch):
+    calls = ffmpeg_on_path(tmp_path, monkeypatch, FAILING_FFMPEG)
+    path = bilibili_config(crawl_home, simulator)
+    days = requests.get(f"{simulator.base_url}/_sim/truth", timeout=5).json()["days"]
+    outcome = crawl(path, days, instance=instance)
+    assert not outcome.failed
+    ledger = Ledger(load_config(path).ledger_url)
+    groups = dash_groups(ledger)
+    assert groups and not any("mux" in group for group in groups.values())
+    assert all(group["video"].state == group["audio"].state == COMMITTED for group in groups.values())
+    tried = len(calls.read_text().splitlines())
+    assert tried == len(groups)
+    assert not list((load_config(path).store_root / "staging").glob("*"))  # no .part, no temporary
+
+    crawl(path, days, instance=instance)
+    assert len(calls.read_text().splitlines()) == 2 * tried
+
+
+@pytest.mark.parametrize("mux_on, has_ffmpeg, reason", [
+    (True, False, "not on PATH"),
+    (False, True, "disabled"),
+])
+def test_muxing_that_cannot_run_is_a_reason_in_the_commit_report(
+        crawl_home, simulator, instance, tmp_path, monkeypatch, mux_on, has_ffmpeg, reason):
+    if has_ffmpeg:
+        calls = ffmpeg_on_path(tmp_path, monkeypatch, COPYING_FFMPEG)
+    else:
+        monkeypatch.setenv("PATH", str(tmp_path / "no-such-folder"))
+    path = bilibili_config(crawl_home, simulator, mux=mux_on)
+    days = requests.get(f"{simulator.base_url}/_sim/truth", timeout=5).json()["days"]
+    assert not crawl(path, days, instance=instance).failed
+
+    config = load_config(path)
+    assert not any("mux" in group for group in dash_groups(Ledger(config.ledger_url)).values())
+    report = StageReport("commit")
+    source = config.sources[0]
+    day = next(t.day for t in Ledger(config.ledger_url).tasks(source_key=source.key) if t.variant.startswith("video-"))
+    mux_partition(Runtime.from_config(config), source, DayWindow(date.fromisoformat(day)), report)
+    assert reason in report.extra["mux_unavailable"]
+    if has_ffmpeg:
+        assert not calls.exists()
+
+
+def test_the_mux_setting_is_a_boolean_per_platform(tmp_path):
+    from media_crawler.config import ConfigError, config_from_dict
+
+    base = {"store": str(tmp_path / "store"), "sources": [{"bilibili": "user 1"}]}
+    assert config_from_dict(base).settings_for("bilibili").mux is True  # on unless turned off
+    off = config_from_dict({**base, "platforms": {"bilibili": {"mux": False}}})
+    assert off.settings_for("bilibili").mux is False and "mux" not in off.settings_for("bilibili").options
+    with pytest.raises(ConfigError, match="platforms.bilibili.mux must be true or false"):
+        config_from_dict({**base, "platforms": {"bilibili": {"mux": "no"}}})
