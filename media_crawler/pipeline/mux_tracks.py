@@ -15,6 +15,7 @@ and the store keeps one copy.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import replace
 from typing import Iterable
@@ -82,7 +83,9 @@ def _quality(task: Task) -> tuple:
 
 def _mux_pair(runtime: Runtime, video: Task, audio: Task, ffmpeg: str) -> bool:
     store = runtime.store
-    staged = store.staging_path(f"mux-{video.id}")  # from the ledger id, like every staging name
+    # From the ledger id, like every staging name, and the process: two runs of one
+    # partition at once (a retry beside a live run) must not write one file.
+    staged = store.staging_path(f"mux-{video.id}-{os.getpid()}")
     started = time.monotonic()
     canonical_url = f"{video.canonical_url.split('#', 1)[0]}#{MUX_VARIANT}"
     try:
