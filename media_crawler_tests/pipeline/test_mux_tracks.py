@@ -62,6 +62,23 @@ def bilibili_config(crawl_home, simulator, mux: bool = True):
     return path
 
 
+def crawl_every_day(path, simulator, instance):
+    """Crawl the simulator's days; the partitions must all succeed. Returns (days, config)."""
+    days = requests.get(f"{simulator.base_url}/_sim/truth", timeout=5).json()["days"]
+    outcome = crawl(path, days, instance=instance)
+    assert not outcome.failed, [(p.source_key, p.day, p.error) for p in outcome.failed]
+    return days, load_config(path)
+
+
+def crawl_bilibili(crawl_home, simulator, instance):
+    """The simulator's Bilibili user, every day, mux on: (config path, days, config, DASH groups)."""
+    path = bilibili_config(crawl_home, simulator)
+    days, config = crawl_every_day(path, simulator, instance)
+    groups = dash_groups(Ledger(config.ledger_url))
+    assert groups, "the simulator's bilibili user has DASH videos"
+    return path, days, config, groups
+
+
 def dash_groups(ledger: Ledger) -> dict[str, dict[str, object]]:
     groups: dict[str, dict[str, object]] = {}
     for task in ledger.tasks():
@@ -73,15 +90,7 @@ def dash_groups(ledger: Ledger) -> dict[str, dict[str, object]]:
 def test_each_dash_group_gets_one_committed_muxed_blob_and_a_rerun_muxes_nothing(
         crawl_home, simulator, instance, tmp_path, monkeypatch):
     calls = ffmpeg_on_path(tmp_path, monkeypatch, COPYING_FFMPEG)
-    path = bilibili_config(crawl_home, simulator)
-    days = requests.get(f"{simulator.base_url}/_sim/truth", timeout=5).json()["days"]
-    outcome = crawl(path, days, instance=instance)
-    assert not outcome.failed, [(p.source_key, p.day, p.error) for p in outcome.failed]
-
-    config = load_config(path)
-    ledger = Ledger(config.ledger_url)
-    groups = dash_groups(ledger)
-    assert groups, "the simulator's bilibili user has DASH videos"
+    path, days, config, groups = crawl_bilibili(crawl_home, simulator, instance)
     store = Runtime.from_config(config).store
     for item_id, group in groups.items():
         video, audio, muxed = group["video"], group["audio"], group["mux"]
@@ -101,17 +110,12 @@ def test_each_dash_group_gets_one_committed_muxed_blob_and_a_rerun_muxes_nothing
 def test_an_ffmpeg_that_fails_leaves_the_partition_green_and_is_tried_on_the_next_run(
         crawl_home, simulator, instance, tmp_path, monkeypatch):
     calls = ffmpeg_on_path(tmp_path, monkeypatch, FAILING_FFMPEG)
-    path = bilibili_config(crawl_home, simulator)
-    days = requests.get(f"{simulator.base_url}/_sim/truth", timeout=5).json()["days"]
-    outcome = crawl(path, days, instance=instance)
-    assert not outcome.failed
-    ledger = Ledger(load_config(path).ledger_url)
-    groups = dash_groups(ledger)
-    assert groups and not any("mux" in group for group in groups.values())
+    path, days, config, groups = crawl_bilibili(crawl_home, simulator, instance)
+    assert not any("mux" in group for group in groups.values())
     assert all(group["video"].state == group["audio"].state == COMMITTED for group in groups.values())
     tried = len(calls.read_text().splitlines())
     assert tried == len(groups)
-    assert not list((load_config(path).store_root / "staging").glob("*"))  # no .part, no temporary
+    assert not list((config.store_root / "staging").glob("*"))  # no .part, no temporary
 
     crawl(path, days, instance=instance)
     assert len(calls.read_text().splitlines()) == 2 * tried
@@ -128,10 +132,7 @@ def test_muxing_that_cannot_run_is_a_reason_in_the_commit_report(
     else:
         monkeypatch.setenv("PATH", str(tmp_path / "no-such-folder"))
     path = bilibili_config(crawl_home, simulator, mux=mux_on)
-    days = requests.get(f"{simulator.base_url}/_sim/truth", timeout=5).json()["days"]
-    assert not crawl(path, days, instance=instance).failed
-
-    config = load_config(path)
+    _days, config = crawl_every_day(path, simulator, instance)
     assert not any("mux" in group for group in dash_groups(Ledger(config.ledger_url)).values())
     report = StageReport("commit")
     source = config.sources[0]
