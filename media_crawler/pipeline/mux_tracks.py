@@ -27,10 +27,8 @@ from media_crawler.observe.events import log_item
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.store.cas import file_sha256
-from media_crawler.store.ledger import COMMITTED, Task
+from media_crawler.store.ledger import COMMITTED, MUX_VARIANT, Task
 from media_crawler.verify.verify import verify_file
-
-MUX_VARIANT = "mux"
 
 
 def mux_partition(runtime: Runtime, source: Source, window: DayWindow, report: StageReport) -> None:
@@ -99,8 +97,9 @@ def _mux_pair(runtime: Runtime, video: Task, audio: Task, ffmpeg: str) -> bool:
                  error_class=error.error_class.value, message=error.message,
                  duration_ms=(time.monotonic() - started) * 1000)
         return False
-    record = replace(video.as_record(), variant=MUX_VARIANT, canonical_url=canonical_url, resolve_ref=None,
-                     expected_sha256=None, expected_size=None,
+    # No media URL: the row is never downloaded (reconcile drops it if its blob is lost).
+    record = replace(video.as_record(), variant=MUX_VARIANT, canonical_url=canonical_url, media_url="",
+                     backup_urls=(), resolve_ref=None, expected_sha256=None, expected_size=None,
                      meta={**video.meta, "muxed_from": [video.variant, audio.variant],
                            "video_sha256": video.sha256, "audio_sha256": audio.sha256})
     runtime.ledger.insert_committed(record, source_key=video.source_key, day=video.day, sha256=digest,

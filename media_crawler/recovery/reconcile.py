@@ -16,6 +16,9 @@ What is checked (`kind` of each finding, and what `repair=True` does about it):
 | resumable_part    | .part of an unfinished row with a resume validator    | kept (information)              |
 | orphan_blob       | blob no row names                                     | kept (information)              |
 
+A muxed MP4's row (variant `mux`) is deleted instead of re-queued: it was never
+downloaded, and the next commit stage muxes the group's tracks again.
+
 Nothing is deleted that cannot be obtained again: blobs are never removed
 (corrupt ones are quarantined, orphans kept), and a row only goes back to
 `discovered`, from where the pipeline downloads it again. Repairs are
@@ -31,12 +34,12 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from media_crawler.recovery.leases import dead_owners, release_dead_leases
 from media_crawler.store.cas import BlobStore, file_sha256
 from media_crawler.store.ledger import (
-    COMMITTED, DISCOVERED, DOWNLOADED, DOWNLOADING, FINISHED_STATES, VERIFIED, Ledger, T,
+    COMMITTED, DISCOVERED, DOWNLOADED, DOWNLOADING, FINISHED_STATES, MUX_VARIANT, VERIFIED, Ledger, T,
 )
 
 INFO_KINDS = frozenset({"resumable_part", "orphan_blob"})
@@ -228,7 +231,10 @@ class Reconciler:
     # -- helpers ------------------------------------------------------------------
     def _requeue(self, condition, reason: str) -> None:
         with self.ledger.engine.begin() as conn:
-            conn.execute(update(T).where(condition).values(**_requeue_values(reason)))
+            # A muxed MP4 is made, not downloaded: its row goes, and the next
+            # commit stage muxes the group's tracks again.
+            conn.execute(delete(T).where(condition, T.c.variant == MUX_VARIANT))
+            conn.execute(update(T).where(condition, T.c.variant != MUX_VARIANT).values(**_requeue_values(reason)))
 
     def _note(self, kind: str, subject: str, detail: str, action: str) -> None:
         self.report.findings.append(Finding(kind, subject, detail, action))

@@ -24,6 +24,10 @@ T = schema.tasks
 DISCOVERED, DOWNLOADING, DOWNLOADED, VERIFIED, COMMITTED = "discovered", "downloading", "downloaded", "verified", "committed"
 RETRY_WAIT, FAILED, GONE = "retry_wait", "failed", FinalState.GONE.value
 FINISHED_STATES = (COMMITTED, GONE)
+# The variant of a row the crawler made rather than downloaded: a DASH group's
+# tracks muxed into one MP4 (pipeline/mux_tracks.py). Its blob, if lost, is made
+# again from the tracks, never downloaded.
+MUX_VARIANT = "mux"
 STATES = (DISCOVERED, DOWNLOADING, DOWNLOADED, VERIFIED, COMMITTED, RETRY_WAIT, FAILED, GONE)
 # Rows one claim leases at most: a longer list is claimed in several passes.
 CLAIM_LIMIT = 10_000

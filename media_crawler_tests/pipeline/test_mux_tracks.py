@@ -14,22 +14,25 @@ from dagster import DagsterInstance
 from media_crawler.commands.crawl import crawl
 from media_crawler.config import load_config
 from media_crawler.models import DayWindow
-from media_crawler.pipeline.mux_tracks import MUX_VARIANT, mux_partition
+from media_crawler.pipeline.mux_tracks import mux_partition
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
-from media_crawler.store.ledger import COMMITTED, Ledger
+from media_crawler.store.ledger import COMMITTED, MUX_VARIANT, Ledger
 from media_crawler_tests.conftest import write_config
 
-# A stand-in for ffmpeg that counts its calls and "muxes" by copying the video
-# track (an MP4 with a moov box, which the verifier accepts) to the last argument.
-COPYING_FFMPEG = """#!/bin/sh
+# A stand-in for ffmpeg that counts its calls and "muxes" by writing the video
+# track (an MP4 with a moov box, which the verifier accepts) plus one `free` box
+# to the last argument: a valid MP4 whose bytes are not the track's.
+FREE_BOX = b"\x00\x00\x00\x10freemuxed!!!"
+COPYING_FFMPEG = r"""#!/bin/sh
 echo call >> "$(dirname "$0")/calls"
 video=""
 while [ $# -gt 1 ]; do
   if [ "$1" = "-i" ] && [ -z "$video" ]; then video="$2"; fi
   shift
 done
-cp "$video" "$1"
+cat "$video" > "$1"
+printf '\000\000\000\020freemuxed!!!' >> "$1"
 """
 FAILING_FFMPEG = """#!/bin/sh
 echo call >> "$(dirname "$0")/calls"
@@ -98,13 +101,35 @@ def test_each_dash_group_gets_one_committed_muxed_blob_and_a_rerun_muxes_nothing
         assert muxed.meta["muxed_from"] == [video.variant, audio.variant]
         assert (muxed.meta["video_sha256"], muxed.meta["audio_sha256"]) == (video.sha256, audio.sha256)
         assert muxed.canonical_url.endswith("#mux")
-        assert store.path_for(muxed.sha256).read_bytes() == store.path_for(video.sha256).read_bytes()
+        assert store.path_for(muxed.sha256).read_bytes() == store.path_for(video.sha256).read_bytes() + FREE_BOX
     assert len(calls.read_text().splitlines()) == len(groups)
     assert not list((config.store_root / "staging").glob("*.part"))
 
     again = crawl(path, days, instance=instance)
     assert not again.failed
     assert len(calls.read_text().splitlines()) == len(groups)  # nothing muxed twice
+
+
+def test_a_lost_muxed_blob_is_made_again_from_the_tracks_not_downloaded(
+        crawl_home, simulator, instance, tmp_path, monkeypatch):
+    from media_crawler.recovery.reconcile import reconcile
+
+    calls = ffmpeg_on_path(tmp_path, monkeypatch, COPYING_FFMPEG)
+    path, days, config, groups = crawl_bilibili(crawl_home, simulator, instance)
+    runtime = Runtime.from_config(config)
+    lost = next(iter(groups.values()))["mux"]
+    runtime.store.path_for(lost.sha256).unlink()
+
+    report = reconcile(runtime.ledger, runtime.store, repair=True)
+    assert [f.kind for f in report.findings if f.subject == f"t_{lost.id}"] == ["missing_blob"]
+    after = dash_groups(runtime.ledger)
+    assert "mux" not in after[lost.item_id]  # dropped, not queued for a download
+    assert after[lost.item_id]["video"].state == after[lost.item_id]["audio"].state == COMMITTED
+
+    crawl_every_day(path, simulator, instance)
+    remade = dash_groups(runtime.ledger)[lost.item_id]["mux"]
+    assert remade.state == COMMITTED and remade.sha256 == lost.sha256 and runtime.store.has(lost.sha256)
+    assert len(calls.read_text().splitlines()) == len(groups) + 1
 
 
 def test_an_ffmpeg_that_fails_leaves_the_partition_green_and_is_tried_on_the_next_run(
