@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

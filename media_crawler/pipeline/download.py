@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from media_crawler.download.fetcher import DownloadResult

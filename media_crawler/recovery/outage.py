@@ -41,7 +41,3 @@ class OutageBreaker:
                 return False  # an item-specific failure says nothing about the platform
             self._streak[platform] += 1
             return self._streak[platform] >= self.threshold
-
-    def is_down(self, platform: str) -> bool:
-        with self._lock:
-            return self._streak[platform] >= self.threshold

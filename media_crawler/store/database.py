@@ -60,10 +60,6 @@ def dispose_engines() -> None:
         _ENGINES.clear()
 
 
-def is_sqlite(engine: Engine) -> bool:
-    return engine.dialect.name == "sqlite"
-
-
 def _use_wal(cursor, timeout_s: float = 30.0) -> None:
     """Put the database in WAL mode, which it keeps in its file once set.
 

@@ -296,17 +296,6 @@ class Ledger:
         with self.engine.connect() as conn:
             return {state: count for state, count in conn.execute(query)}
 
-    def failure_counts(self, *, source_key: str, day: str) -> dict[str, int]:
-        query = (select(T.c.error_class, func.count()).where(
-            T.c.source_key == source_key, T.c.day == day, T.c.state.in_([RETRY_WAIT, FAILED, GONE]))
-            .group_by(T.c.error_class))
-        with self.engine.connect() as conn:
-            return {error_class or "unknown": count for error_class, count in conn.execute(query)}
-
-    def committed_sha256s(self) -> set[str]:
-        with self.engine.connect() as conn:
-            return {row[0] for row in conn.execute(select(T.c.sha256).where(T.c.state == COMMITTED))}
-
     # -- cursors (platforms.base.CursorStore) -------------------------------
     def get_cursor(self, source_key: str, name: str) -> str | None:
         C = schema.cursors
