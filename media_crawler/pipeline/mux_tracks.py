@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from media_crawler.download.dash import find_ffmpeg, mux, mux_unavailable_reason
-from media_crawler.errors import CrawlError
+from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow, Source
 from media_crawler.observe.events import log_item
 from media_crawler.pipeline.report import StageReport
@@ -87,6 +87,13 @@ def _mux_pair(runtime: Runtime, video: Task, audio: Task, ffmpeg: str) -> bool:
     started = time.monotonic()
     canonical_url = f"{video.canonical_url.split('#', 1)[0]}#{MUX_VARIANT}"
     try:
+        # The muxed file is about as large as both tracks: never let it take the
+        # store below the free space the downloads keep (ENOSPC would reach us as
+        # an ffmpeg failure, misclassified).
+        needed = (video.size or 0) + (audio.size or 0) + runtime.config.min_free_bytes
+        free = store.free_bytes()
+        if free < needed:
+            raise CrawlError(ErrorClass.DISK_FULL, f"muxing needs {needed} bytes free in the store, {free} are")
         mux(store.path_for(video.sha256), store.path_for(audio.sha256), staged, ffmpeg=ffmpeg)
         verify_file(staged, kind="video")
         digest = file_sha256(staged)

@@ -49,7 +49,7 @@ def instance():
 
 def ffmpeg_on_path(tmp_path, monkeypatch, script: str):
     folder = tmp_path / "bin"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     ffmpeg = folder / "ffmpeg"
     ffmpeg.write_text(script)
     ffmpeg.chmod(ffmpeg.stat().st_mode | stat.S_IEXEC)
@@ -144,6 +144,20 @@ def test_an_ffmpeg_that_fails_leaves_the_partition_green_and_is_tried_on_the_nex
 
     crawl(path, days, instance=instance)
     assert len(calls.read_text().splitlines()) == 2 * tried
+
+
+def test_a_store_short_of_space_is_not_muxed_into(crawl_home, simulator, instance, tmp_path, monkeypatch):
+    calls = ffmpeg_on_path(tmp_path, monkeypatch, FAILING_FFMPEG)
+    path = bilibili_config(crawl_home, simulator)
+    _days, config = crawl_every_day(path, simulator, instance)  # tracks committed; the mux failed
+    calls = ffmpeg_on_path(tmp_path / "second", monkeypatch, COPYING_FFMPEG)
+    runtime = Runtime.from_config(config)
+    video = next(t for t in runtime.ledger.tasks() if t.variant.startswith("video-"))
+    monkeypatch.setattr(type(runtime.store), "free_bytes", lambda store: config.min_free_bytes + (video.size or 0))
+    report = StageReport("commit")
+    mux_partition(runtime, config.sources[0], DayWindow(date.fromisoformat(video.day)), report)
+    assert report.extra["items_muxed"] == 0 and report.extra["mux_failed"] >= 1
+    assert not calls.exists()  # ffmpeg never started
 
 
 @pytest.mark.parametrize("mux_on, has_ffmpeg, reason", [
