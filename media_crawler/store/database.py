@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from sqlalchemy import ColumnElement, Engine, Table, create_engine, event, inspect, select
+from sqlalchemy import ColumnElement, Engine, Table, create_engine, event, func, inspect, select
 from sqlalchemy.engine import Connection
 
 from media_crawler.store import schema
@@ -152,8 +152,53 @@ def _v2_time_indexes(conn: Connection) -> None:
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create, 2: _v2_time_indexes}
 
 
+# Session-level advisory lock: one process at a time builds indexes concurrently.
+_INDEX_BUILD_LOCK = 80412002
+
+
+def _build_new_indexes_concurrently(engine: Engine) -> None:
+    """PostgreSQL, upgrading a ledger that has rows: build the indexes later versions
+    add with CREATE INDEX CONCURRENTLY, before the versioned transaction.
+
+    A plain CREATE INDEX holds a lock that stops every INSERT and UPDATE of the
+    table until the index is built, which on a large ledger stalls every running
+    crawl for as long. CONCURRENTLY lets them write meanwhile, but cannot run in
+    a transaction, so it runs here, outside; the version step then finds the
+    index there (checkfirst) and only records the version. A build that died
+    half way leaves an INVALID index behind: it is dropped and built again.
+    """
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        if not inspect(conn).has_table(schema.schema_version.name):
+            return  # a new ledger: version 1 creates every index on empty tables
+        current = conn.execute(select(func.max(schema.schema_version.c.version))).scalar() or 0
+        wanted = [name for version, names in sorted(schema.INDEXES_SINCE.items()) if version > current for name in names]
+        if not wanted:
+            return
+        conn.exec_driver_sql(f"SELECT pg_advisory_lock({_INDEX_BUILD_LOCK})")
+        try:
+            for index in schema.tasks.indexes:
+                if index.name in wanted:
+                    _build_concurrently(conn, index)
+        finally:
+            conn.exec_driver_sql(f"SELECT pg_advisory_unlock({_INDEX_BUILD_LOCK})")
+
+
+def _build_concurrently(conn: Connection, index) -> None:
+    valid = conn.exec_driver_sql(
+        "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "WHERE c.relname = %(name)s AND pg_table_is_visible(c.oid)", {"name": index.name}).scalar()
+    if valid:
+        return
+    if valid is not None:  # INVALID: the leftover of a build that did not finish
+        conn.exec_driver_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{index.name}"')
+    columns = ", ".join(f'"{column.name}"' for column in index.columns)
+    conn.exec_driver_sql(f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{index.name}" ON "{index.table.name}" ({columns})')
+
+
 def migrate(engine: Engine) -> int:
     """Bring the schema to SCHEMA_VERSION; returns the version now in force."""
+    if engine.dialect.name == "postgresql":
+        _build_new_indexes_concurrently(engine)
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             # Two workers starting at once must not both create the tables.

@@ -1,4 +1,5 @@
-"""The ledger on PostgreSQL: versioned migrations under concurrent start, SKIP LOCKED claims, racing discoveries."""
+"""The ledger on PostgreSQL: versioned migrations under concurrent start (new indexes built
+concurrently, so crawls keep writing), SKIP LOCKED claims, racing discoveries."""
 from __future__ import annotations
 
 import threading
@@ -11,6 +12,7 @@ from media_crawler.models import MediaRecord
 from media_crawler.store import schema
 from media_crawler.store.database import dispose_engines, get_engine, migrate
 from media_crawler.store.ledger import DISCOVERED, DOWNLOADING, Ledger
+from media_crawler_tests.store.test_migrations import make_version_1_ledger
 
 
 def record(n: int) -> MediaRecord:
@@ -150,3 +152,67 @@ def test_discovery_and_a_download_batch_over_the_same_rows_do_not_deadlock(fresh
     ids = [task.id for task in ledger.tasks()]
     in_lockstep(lambda n: ledger.record_discovered(list(reversed(records)), source_key="s", day="d2"),
                 lambda n: ledger.apply([(task_id, None, {"attempts": n}) for task_id in ids]))
+
+
+def _index_validity(engine) -> dict[str, bool]:
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "JOIN pg_class t ON t.oid = i.indrelid WHERE t.relname = 'mc_tasks'").all()
+    return dict(rows)
+
+
+def test_upgrading_builds_new_indexes_while_crawls_keep_writing(fresh_url):
+    """A plain CREATE INDEX would queue behind the open write and then hold every
+    later writer until it is built; CONCURRENTLY lets the later writer through."""
+    make_version_1_ledger(fresh_url)
+    engine = create_engine(fresh_url)
+    open_write = engine.connect()
+    writer_during_build = create_engine(fresh_url)
+    try:
+        transaction = open_write.begin()  # a crawl mid-transaction when the upgrade starts
+        open_write.execute(text("UPDATE mc_tasks SET attempts = attempts + 1"))
+        upgrade = ThreadPoolExecutor(1).submit(migrate, create_engine(fresh_url))
+        # Autocommit: inside one transaction pg_stat_activity answers from a cached snapshot.
+        with writer_during_build.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            for _ in range(100):
+                building = conn.execute(text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CREATE INDEX CONCURRENTLY%'")).scalar()
+                if building:
+                    break
+                threading.Event().wait(0.05)
+            assert building, "the upgrade should be building an index, waiting for the open write"
+        with writer_during_build.begin() as conn:  # another crawl records new items meanwhile
+            conn.exec_driver_sql("SET LOCAL lock_timeout = '3s'")
+            conn.execute(schema.tasks.insert().values(
+                platform="urls", item_id="new", variant="file", kind="image", source_key="s", day="2026-01-02",
+                canonical_url="https://example.org/new", media_url="https://example.org/new.jpg",
+                state=DISCOVERED, attempts=0))
+        assert not upgrade.done()
+        transaction.commit()
+        assert upgrade.result(timeout=30) == schema.SCHEMA_VERSION
+        validity = _index_validity(engine)
+        assert all(validity[name] for name in schema.INDEXES_SINCE[2])
+        with engine.connect() as conn:
+            versions = conn.execute(select(schema.schema_version.c.version)).scalars().all()
+        assert sorted(versions) == [1, 2]
+    finally:
+        open_write.close()
+        writer_during_build.dispose()
+        engine.dispose()
+
+
+def test_an_invalid_index_left_by_a_dead_build_is_built_again(fresh_url):
+    make_version_1_ledger(fresh_url)
+    engine = create_engine(fresh_url)
+    name = schema.INDEXES_SINCE[2][0]
+    try:
+        with engine.begin() as conn:  # what a build killed half way leaves: the index, marked INVALID
+            conn.exec_driver_sql(f"CREATE INDEX {name} ON mc_tasks (failed_at)")
+            conn.exec_driver_sql(
+                f"UPDATE pg_index SET indisvalid = false WHERE indexrelid = '{name}'::regclass")
+        assert _index_validity(engine)[name] is False
+        assert migrate(engine) == schema.SCHEMA_VERSION
+        assert all(_index_validity(engine)[index] for index in schema.INDEXES_SINCE[2])
+    finally:
+        engine.dispose()
