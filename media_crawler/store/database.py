@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from sqlalchemy import ColumnElement, Engine, Table, create_engine, event, func, inspect, select
+from sqlalchemy import ColumnElement, Engine, Index, Table, create_engine, event, func, inspect, select
 from sqlalchemy.engine import Connection
 
 from media_crawler.store import schema
@@ -140,13 +140,18 @@ def _v1_create(conn: Connection) -> None:
     schema.metadata.create_all(conn, tables=[schema.tasks, schema.cursors, schema.feed_errors, schema.rate_budget])
 
 
+def _indexes_added(after: int, upto: int = schema.SCHEMA_VERSION) -> list[Index]:
+    """The mc_tasks indexes that versions after..upto added (schema.INDEXES_SINCE)."""
+    names = {name for version, added in schema.INDEXES_SINCE.items() if after < version <= upto for name in added}
+    return [index for index in schema.tasks.indexes if index.name in names]
+
+
 def _v2_time_indexes(conn: Connection) -> None:
     # A ledger created at version 2 already has them (create_all makes every index
-    # of the table definition): checkfirst keeps this step a no-op there.
-    wanted = set(schema.INDEXES_SINCE[2])
-    for index in schema.tasks.indexes:
-        if index.name in wanted:
-            index.create(conn, checkfirst=True)
+    # of the table definition), and on PostgreSQL an upgrade built them before this
+    # transaction (_build_new_indexes_concurrently): checkfirst makes this a no-op there.
+    for index in _indexes_added(after=1, upto=2):
+        index.create(conn, checkfirst=True)
 
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create, 2: _v2_time_indexes}
@@ -171,19 +176,18 @@ def _build_new_indexes_concurrently(engine: Engine) -> None:
         if not inspect(conn).has_table(schema.schema_version.name):
             return  # a new ledger: version 1 creates every index on empty tables
         current = conn.execute(select(func.max(schema.schema_version.c.version))).scalar() or 0
-        wanted = [name for version, names in sorted(schema.INDEXES_SINCE.items()) if version > current for name in names]
+        wanted = _indexes_added(after=current)
         if not wanted:
             return
         conn.exec_driver_sql(f"SELECT pg_advisory_lock({_INDEX_BUILD_LOCK})")
         try:
-            for index in schema.tasks.indexes:
-                if index.name in wanted:
-                    _build_concurrently(conn, index)
+            for index in wanted:
+                _build_concurrently(conn, index)
         finally:
             conn.exec_driver_sql(f"SELECT pg_advisory_unlock({_INDEX_BUILD_LOCK})")
 
 
-def _build_concurrently(conn: Connection, index) -> None:
+def _build_concurrently(conn: Connection, index: Index) -> None:
     valid = conn.exec_driver_sql(
         "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
         "WHERE c.relname = %(name)s AND pg_table_is_visible(c.oid)", {"name": index.name}).scalar()
