@@ -24,10 +24,11 @@ SHARED="${BENCH_SHARED:-$(dirname "$REPO")/shared/bench}"
 
 export BENCH_WORK="${BENCH_WORK:-/tmp/media-bench}"
 # bench.py substitutes {feed} (the set's feed URL) and {out} (a fresh empty folder per run)
-# and checks the files under {out} by content. 127.0.0.1 must be allowed explicitly:
-# the crawler refuses internal hosts otherwise.
+# and checks the files under {out} by content. The feed's origin on 127.0.0.1 must be
+# allowed explicitly (`--allow-host URL` lists that URL's host and port): the crawler
+# refuses internal hosts, and other ports of a listed one, otherwise.
 if [ -z "${BENCH_PROJECT_CMD:-}" ]; then
-  BENCH_PROJECT_CMD="$REPO/.venv/bin/media-crawler fetch-urls --feed {feed} --store {out} --allow-host 127.0.0.1 --workers 8"
+  BENCH_PROJECT_CMD="$REPO/.venv/bin/media-crawler fetch-urls --feed {feed} --store {out} --allow-host {feed} --workers 8"
 fi
 export BENCH_PROJECT_CMD
 export PHASES="${PHASES:-phys clean small fault fault2 big floor}"

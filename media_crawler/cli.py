@@ -58,8 +58,38 @@ def main(argv: list[str] | None = None, *, process_ends: bool = False) -> int:
         # `media-crawler export | head`: the reader left; that is not an error.
         stdout_to_devnull()
         code = 0
+    except Exception as exc:  # noqa: BLE001 - the one place a failure becomes a line, not a traceback
+        code = report_failure(args.command, exc)
     if process_ends and getattr(module, "EXIT_WITHOUT_TEARDOWN", False):
         end_without_teardown(code)
+    return code
+
+
+USAGE_EXIT, DATA_EXIT = 2, 1
+
+
+def report_failure(command: str, exc: Exception) -> int:
+    """One JSON line on stderr for a command that failed, never a traceback: exit 2 for
+    bad usage or configuration, 1 for bad data or a failure on the way. The text is
+    scrubbed; MEDIA_CRAWLER_DEBUG=1 adds the (scrubbed) traceback for a developer."""
+    import json
+    import traceback
+
+    from media_crawler.config import ConfigError
+    from media_crawler.errors import CrawlError
+    from media_crawler.scrub import scrub_text
+
+    if isinstance(exc, ConfigError):
+        error_class, message, code = "config_error", str(exc), USAGE_EXIT
+    elif isinstance(exc, CrawlError):
+        error_class, message, code = exc.error_class.value, exc.message, DATA_EXIT
+    else:
+        error_class, message, code = "internal_error", f"{type(exc).__name__}: {exc}", DATA_EXIT
+    line = {"event": "command_failed", "command": command, "error_class": error_class,
+            "message": scrub_text(message)[:2000]}
+    if os.environ.get("MEDIA_CRAWLER_DEBUG") == "1":
+        line["traceback"] = scrub_text("".join(traceback.format_exception(exc)))
+    print(json.dumps(line, ensure_ascii=False), file=sys.stderr)
     return code
 
 

@@ -3,7 +3,7 @@
 ```yaml
 store: ./var/store                 # blob store root (default $MEDIA_CRAWLER_HOME/store)
 ledger_url: sqlite:///var/ledger.db  # or postgresql+psycopg2://... (env MEDIA_CRAWLER_LEDGER_URL wins)
-allow_hosts: [127.0.0.1]           # extra media/API hosts allowed for every platform (tests, simulator)
+allow_hosts: ["127.0.0.1:8787"]    # extra media/API hosts for every platform; an internal one only on its port
 platforms:
   bilibili: {api_base: "http://127.0.0.1:8787/bilibili", max_height: 1080, mux: true}  # mux: DASH tracks into one MP4 too (needs ffmpeg)
   facebook: {api_base: "...", credential_env: {access_token: FB_ACCESS_TOKEN}}
@@ -91,7 +91,7 @@ def config_from_dict(raw: Mapping[str, Any], path: Path | None = None) -> CrawlC
         platforms={name: _platform_settings(name, raw.get("platforms", {}).get(name) or {}) for name in PLATFORMS},
         store_root=store_root,
         ledger_url=ledger_url,
-        allow_hosts=tuple(raw.get("allow_hosts") or ()),
+        allow_hosts=_host_entries("allow_hosts", raw.get("allow_hosts")),
         workers=int(raw.get("workers", 1)),
         max_item_bytes=int(raw.get("max_item_bytes", 2 * 1024**3)),
         min_free_bytes=int(raw.get("min_free_bytes", 512 * 1024**2)),
@@ -130,6 +130,22 @@ def _parse_sources(entries: Any) -> list[Source]:
     return sources
 
 
+def _host_entries(where: str, value: Any) -> tuple[str, ...]:
+    """Host entries of the URL policy (net/policy.py), refused here when unreadable."""
+    from media_crawler.errors import CrawlError
+    from media_crawler.net.policy import UrlPolicy
+
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(entry, str) for entry in value):
+        raise ConfigError(f"{where} must be a list of host names such as 'cdn.example.org' or '127.0.0.1:8787'")
+    try:
+        UrlPolicy.from_entries(value)
+    except CrawlError as error:
+        raise ConfigError(f"{where}: {error.message}") from None
+    return tuple(value)
+
+
 def _flag(platform: str, key: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"platforms.{platform}.{key} must be true or false, not {value!r}")
@@ -141,7 +157,7 @@ def _platform_settings(name: str, raw: Mapping[str, Any]) -> PlatformSettings:
     return PlatformSettings(
         api_base=raw.get("api_base"),
         extra_api_bases=dict(raw.get("extra_api_bases") or {}),
-        media_hosts=tuple(raw.get("media_hosts") or ()),
+        media_hosts=_host_entries(f"platforms.{name}.media_hosts", raw.get("media_hosts")),
         max_height=int(raw.get("max_height", 1080)),
         codec_order=tuple(raw.get("codec_order") or ("avc", "hevc", "av1")),
         credential_env=dict(raw.get("credential_env") or {}),

@@ -34,6 +34,8 @@ import random
 from dataclasses import dataclass
 from enum import Enum
 
+from media_crawler.scrub import scrub_text
+
 
 class ErrorClass(str, Enum):
     NETWORK_TIMEOUT = "network_timeout"
@@ -119,7 +121,9 @@ def policy_for(error_class: ErrorClass | str) -> ErrorPolicy:
 
 
 class CrawlError(Exception):
-    """A classified failure. `message` must already be free of secrets."""
+    """A classified failure. Its message is scrubbed here, whoever wrote it: it
+    reaches the ledger, Dagster's event log, logs and `failures`, and a platform
+    may have echoed a credential into it."""
 
     def __init__(
         self,
@@ -131,11 +135,11 @@ class CrawlError(Exception):
         http_status: int | None = None,
     ) -> None:
         self.error_class = ErrorClass(error_class)
-        self.message = message
-        self.platform_code = None if platform_code is None else str(platform_code)
+        self.message = scrub_text(message)
+        self.platform_code = None if platform_code is None else scrub_text(str(platform_code))[:64]
         self.retry_after = retry_after
         self.http_status = http_status
-        super().__init__(f"{self.error_class.value}: {message}")
+        super().__init__(f"{self.error_class.value}: {self.message}")
 
     @property
     def policy(self) -> ErrorPolicy:

@@ -30,7 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def demo_sources(base_url: str) -> dict:
     """The demo's sources.yaml: real adapters, API bases pointed at the simulator."""
     return {
-        "allow_hosts": ["127.0.0.1"],
+        # The simulator's origin (host and port): its CDN paths are on 127.0.0.1, which
+        # the URL policy refuses unless listed, and then only on the port listed.
+        "allow_hosts": [base_url],
         "platforms": {
             # mux off: the simulator's DASH tracks are valid ISO-BMFF boxes but hold no
             # playable samples, so a real ffmpeg would have nothing to mux.

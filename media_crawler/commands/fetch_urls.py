@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="processes sharing the downloads (default: one per core, at most 4; 1 on non-Linux)")
     parser.add_argument("--ledger", help="ledger database URL (default: sqlite in the store folder)")
     parser.add_argument("--allow-host", action="append", default=[],
-                        help="also allow this internal host (e.g. 127.0.0.1 for a local server)")
+                        help="also allow this host: NAME or NAME:PORT, an origin URL (its host and port), or "
+                             "NAME:* for every port; an internal one (127.0.0.1, a NAS) only on the port listed")
     parser.add_argument("--max-item-bytes", type=int, default=4 * 1024**3)
 
 

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from media_crawler.observe.health import ProbeResult, live, ready
-    from media_crawler.observe.scrub import scrub_text
+    from media_crawler.scrub import scrub_text
     from media_crawler.observe.target import observed_config
     from media_crawler.store.database import get_engine
     from media_crawler.store.ledger import Ledger

@@ -37,6 +37,7 @@ from media_crawler.pipeline.mux_tracks import mux_partition
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
 from media_crawler.recovery.runs import record_run_process
+from media_crawler.scrub import scrub_text, scrub_url
 
 GROUP = "media_crawl"
 # Whole-step failures only (a dead API, a killed process); items retry inside the step.
@@ -62,16 +63,21 @@ def _stage(context: AssetExecutionContext, crawler: CrawlerResource):
 def _failures_table(report: StageReport) -> MetadataValue:
     schema = TableSchema(columns=[TableColumn("canonical_url"), TableColumn("error_class"), TableColumn("state"),
                                   TableColumn("message")])
-    rows = [TableRecord({"canonical_url": f.canonical_url, "error_class": f.error_class, "state": f.state,
-                         "message": f.message[:300]}) for f in report.failed_items]
+    rows = [TableRecord({"canonical_url": scrub_url(f.canonical_url or ""), "error_class": f.error_class,
+                         "state": f.state, "message": scrub_text(f.message or "")[:300]}) for f in report.failed_items]
     return MetadataValue.table(rows, schema=schema)
 
 
 def _result(report: StageReport, **extra) -> MaterializeResult:
-    metadata = {**report.as_metadata(), **extra}
+    metadata = scrubbed({**report.as_metadata(), **extra})
     if report.failed_items:
         metadata["failures"] = _failures_table(report)
     return MaterializeResult(metadata=metadata)
+
+
+def scrubbed(metadata: dict) -> dict:
+    """Text metadata values through the scrubber: Dagster's event log is storage too."""
+    return {key: scrub_text(value) if isinstance(value, str) else value for key, value in metadata.items()}
 
 
 @asset(partitions_def=crawl_partitions, group_name=GROUP, retry_policy=STEP_RETRY, kinds={"python"})
@@ -90,7 +96,7 @@ def media_records(context: AssetExecutionContext, crawler: CrawlerResource) -> M
             # Transient (rate limit, 5xx, network): let the RetryPolicy try the step again.
             # Alerting (auth, schema drift): retrying cannot help; fail now and say why.
             raise Failure(
-                description=f"feed of {source.key} failed: {error.error_class.value}: {error.message}",
+                description=scrub_text(f"feed of {source.key} failed: {error.error_class.value}: {error.message}"),
                 metadata={"error_class": error.error_class.value, "platform_code": error.platform_code or ""},
                 allow_retries=error.policy.retryable,
             ) from None
@@ -159,9 +165,10 @@ def committed_media(context: AssetExecutionContext, crawler: CrawlerResource):
         mismatches = partition_blob_mismatches(runtime, source, window, rehash_since=commit_started)
     if progress.unfinished:
         raise Failure(
-            description=(f"{progress.unfinished} item(s) of {source.key} {window.day} are unfinished after their "
-                         f"retries ({progress.describe()}); re-run the partition to finish them"),
-            metadata={**report.as_metadata(), **progress.as_metadata(), "unfinished": _failures_table(progress.report)},
+            description=scrub_text(f"{progress.unfinished} item(s) of {source.key} {window.day} are unfinished after "
+                                   f"their retries ({progress.describe()}); re-run the partition to finish them"),
+            metadata={**scrubbed({**report.as_metadata(), **progress.as_metadata()}),
+                      "unfinished": _failures_table(progress.report)},
             allow_retries=False,
         )
     yield _result(report, **progress.as_metadata())

@@ -19,7 +19,7 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping
 
 import requests
 import urllib3
@@ -34,6 +34,7 @@ from media_crawler.download.responses import (
 from media_crawler.download.writeback import EarlyWriteback
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import Timeouts, redact_url
+from media_crawler.net.policy import UrlPolicy
 from media_crawler.store.cas import storage_error
 from media_crawler.verify.signatures import HEAD_BYTES, check_media_head
 
@@ -73,7 +74,7 @@ def download_to_part(
     headers: Mapping[str, str] | None = None,
     timeouts: Timeouts = Timeouts(),
     max_bytes: int,
-    allowed_hosts: Sequence[str],
+    url_policy: UrlPolicy,
     max_redirects: int = 5,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     validator: str | None = None,
@@ -94,7 +95,7 @@ def download_to_part(
         request_headers.update({"Range": f"bytes={resume_from}-", "If-Range": validator})
 
     response = open_following_redirects(
-        session, url, request_headers, timeouts=timeouts, allowed_hosts=allowed_hosts, max_redirects=max_redirects
+        session, url, request_headers, timeouts=timeouts, url_policy=url_policy, max_redirects=max_redirects
     )
     with response:
         safe_url = redact_url(response.url or url)
@@ -107,7 +108,7 @@ def download_to_part(
                 _truncate(part_path)
                 return download_to_part(
                     session, url, part_path, headers=headers, timeouts=timeouts, max_bytes=max_bytes,
-                    allowed_hosts=allowed_hosts, max_redirects=max_redirects, chunk_size=chunk_size,
+                    url_policy=url_policy, max_redirects=max_redirects, chunk_size=chunk_size,
                     on_validator=on_validator,
                 )  # fmt: skip
             return DownloadResult(digest, existing, etag, last_modified, content_type, existing, 0)

@@ -1,16 +1,16 @@
 """Getting a response for a media URL: safe redirects, statuses as error classes, range headers.
 
-Redirects are followed here, not by requests, because every hop must pass the
-same allowlist as the first URL: a CDN on an allowed host must not be able to
-bounce the crawler to 169.254.169.254 or localhost.
+Redirects are followed by net/redirects.py, not by requests, because every hop
+must pass the same URL policy as the first URL: a CDN on an allowed host must
+not be able to bounce the crawler to 169.254.169.254 or localhost.
 """
 from __future__ import annotations
 
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Mapping, Sequence
-from urllib.parse import urljoin, urlsplit
+from typing import Mapping
+from urllib.parse import urlsplit
 
 import requests
 import urllib3
@@ -20,18 +20,9 @@ from requests.structures import CaseInsensitiveDict
 from requests.utils import get_netrc_auth
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.http import (
-    InternalAddressRefused,
-    Timeouts,
-    check_url,
-    parse_retry_after,
-    redact_url,
-    refuse_internal_resolution,
-)
-
-REDIRECT_STATUSES = (301, 302, 303, 307, 308)
-# Credentials the caller attached for one host must not follow a redirect to another.
-CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")
+from media_crawler.http import Timeouts, parse_retry_after, redact_url
+from media_crawler.net.policy import AddressRefused, UrlPolicy
+from media_crawler.net.redirects import get_following_redirects
 
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(?:(\d+)-(\d+)|\*)\s*/\s*(\d+|\*)\s*$", re.IGNORECASE)
 
@@ -49,24 +40,19 @@ def open_following_redirects(
     headers: Mapping[str, str],
     *,
     timeouts: Timeouts,
-    allowed_hosts: Sequence[str],
+    url_policy: UrlPolicy,
     max_redirects: int,
 ) -> requests.Response:
-    """GET `url` with a streamed body, following at most `max_redirects` checked hops."""
-    current, hop_headers = url, dict(headers)
-    with refuse_internal_resolution(allowed_hosts):  # where each name resolves to is checked too
-        for _ in range(max_redirects + 1):
-            check_url(current, allowed_hosts)
-            response = _send(session, current, hop_headers, timeouts)
-            location = response.headers.get("Location")
-            if response.status_code not in REDIRECT_STATUSES or not location:
-                return response
-            response.close()
-            target = urljoin(current, location)
-            if _host(target) != _host(current):
-                hop_headers = {k: v for k, v in hop_headers.items() if k.lower() not in CREDENTIAL_HEADERS}
-            current = target
-    raise CrawlError(ErrorClass.DISALLOWED_URL, f"more than {max_redirects} redirects from {redact_url(url)}")
+    """GET `url` with a streamed body, following at most `max_redirects` hops, each checked by `url_policy`."""
+    def send(target, hop_headers):
+        return _send(session, target.url, hop_headers, timeouts)
+
+    def proxies_for(target_url: str):
+        return _environment_settings(session, target_url)[0].get("proxies")
+
+    response, _target = get_following_redirects(url_policy, url, headers, send, max_redirects=max_redirects,
+                                                proxies_for=proxies_for)
+    return response
 
 
 def _send(session: requests.Session, url: str, headers: Mapping[str, str], timeouts: Timeouts):
@@ -77,17 +63,14 @@ def _send(session: requests.Session, url: str, headers: Mapping[str, str], timeo
     # Messages name the exception type, never str(exc): requests puts the full
     # URL, query string and signature included, into its exception text.
     try:
-        if url.isascii():
-            settings, netrc = _environment_settings(session, url)
-            request = _prepare_get(session, url, headers, netrc)
-            if request is not None:
-                return _send_to_pool(session, request, settings, timeouts, safe_url)
-            request = session.prepare_request(requests.Request("GET", url, headers=dict(headers)))
-        else:  # an IDN host or a raw non-ASCII path: requests' own normalization comes first
-            request = session.prepare_request(requests.Request("GET", url, headers=dict(headers)))
-            settings, _netrc = _environment_settings(session, request.url)
+        # `url` is a Target's: ASCII, normalized once by net/targets.py.
+        settings, netrc = _environment_settings(session, url)
+        request = _prepare_get(session, url, headers, netrc)
+        if request is not None:
+            return _send_to_pool(session, request, settings, timeouts, safe_url)
+        request = session.prepare_request(requests.Request("GET", url, headers=dict(headers)))
         return session.send(request, timeout=timeouts.for_requests(), allow_redirects=False, **settings)
-    except InternalAddressRefused as exc:
+    except AddressRefused as exc:
         raise CrawlError(ErrorClass.DISALLOWED_URL, str(exc)) from None
     except (requests.ConnectTimeout, requests.ReadTimeout) as exc:
         raise CrawlError(ErrorClass.NETWORK_TIMEOUT, f"{type(exc).__name__} from {safe_url}") from None
@@ -140,7 +123,7 @@ def _send_to_pool(session: requests.Session, request: requests.PreparedRequest, 
         )  # fmt: skip
     except urllib3.exceptions.LocationValueError:
         raise CrawlError(ErrorClass.DISALLOWED_URL, f"unusable URL {safe_url}") from None
-    except InternalAddressRefused as exc:
+    except AddressRefused as exc:
         raise CrawlError(ErrorClass.DISALLOWED_URL, str(exc)) from None
     except urllib3.exceptions.MaxRetryError as exc:  # requests' reading of it: only a connect timeout is a timeout
         reason = exc.reason
@@ -256,11 +239,3 @@ def resume_validator(etag: str | None, last_modified: str | None) -> str | None:
     if etag and not etag.strip().startswith("W/"):
         return etag.strip()
     return last_modified.strip() if last_modified else None
-
-
-def _host(url: str) -> tuple[str, int | None]:
-    parts = urlsplit(url)
-    try:
-        return ((parts.hostname or "").lower(), parts.port)
-    except ValueError:
-        return ("", None)

@@ -24,13 +24,14 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ContextManager, Mapping, Protocol, Sequence, TypeVar
+from typing import Callable, ContextManager, Mapping, Protocol, TypeVar
 
 import requests
 
 from media_crawler.download.fetcher import DownloadResult, download_to_part
 from media_crawler.errors import CrawlError, ErrorClass, FinalState
 from media_crawler.http import Timeouts, redact_url
+from media_crawler.net.policy import UrlPolicy
 
 T = TypeVar("T")
 DEFAULT_MAX_ATTEMPTS = 5
@@ -129,7 +130,7 @@ def download_with_retries(
     part_path: str | os.PathLike,
     *,
     max_bytes: int,
-    allowed_hosts: Sequence[str],
+    url_policy: UrlPolicy,
     headers: Mapping[str, str] | None = None,
     timeouts: Timeouts = Timeouts(),
     validator: str | None = None,
@@ -156,7 +157,7 @@ def download_with_retries(
             with _request_slot(budget, platform):
                 return download_to_part(
                     session, current.url, part_path, headers=headers, timeouts=timeouts, max_bytes=max_bytes,
-                    allowed_hosts=allowed_hosts, validator=current.validator, on_validator=current.remember,
+                    url_policy=url_policy, validator=current.validator, on_validator=current.remember,
                     **fetch_options,
                 )  # fmt: skip
         except CrawlError as error:

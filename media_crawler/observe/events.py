@@ -12,7 +12,7 @@ import logging
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from media_crawler.observe.scrub import scrub_text, scrub_url
+from media_crawler.scrub import scrub_text, scrub_url
 
 ITEM_LOG = logging.getLogger("media_crawler.items")
 STAGES = ("fetch", "download", "verify", "commit")

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from media_crawler.config import CrawlConfig
 from media_crawler.models import PLATFORMS
 from media_crawler.observe import ledger_stats
-from media_crawler.observe.scrub import scrub_text
+from media_crawler.scrub import scrub_text
 from media_crawler.observe.status import disk_usage
 from media_crawler.store import schema
 

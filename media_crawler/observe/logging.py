@@ -16,7 +16,7 @@ import socket
 import sys
 import time
 
-from media_crawler.observe.scrub import scrub_text
+from media_crawler.scrub import scrub_text
 
 # Attributes every LogRecord has; anything else was passed as `extra=` and is ours.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}

@@ -13,7 +13,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from media_crawler.config import CONFIG_ENV, CrawlConfig, config_from_dict, load_config
-from media_crawler.observe.scrub import register_secret
+from media_crawler.scrub import register_secret
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:

@@ -206,7 +206,7 @@ def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: d
         result = download_with_retries(
             runtime.session, url, runtime.store.staging_path(task.staging_name),
             max_bytes=runtime.config.max_item_bytes,
-            allowed_hosts=runtime.allowed_hosts(task.platform, source.ident if source else None),
+            url_policy=runtime.media_policy(task.platform, source.ident if source else None),
             headers=adapter.download_headers(record), timeouts=Timeouts(), validator=task.etag,
             platform=task.platform, budget=runtime.budget, resolve=resolve if task.resolve_ref else None,
             max_attempts=IN_STEP_ATTEMPTS, on_attempt=on_attempt, sleep=sleep,

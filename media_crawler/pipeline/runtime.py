@@ -7,8 +7,8 @@ import requests
 
 from media_crawler.config import CrawlConfig
 from media_crawler.deploy.workers import WorkerPlan
-from media_crawler.models import Source
-from media_crawler.observe.scrub import register_environment_secrets
+from media_crawler.net.policy import UrlPolicy
+from media_crawler.scrub import register_environment_secrets
 from media_crawler.platforms.base import PlatformAdapter
 from media_crawler.store.cas import BlobStore
 from media_crawler.store.ledger import Ledger
@@ -27,7 +27,7 @@ class Runtime:
     session: requests.Session
     download_threads: int = 8
     _adapters: dict[str, PlatformAdapter] = field(default_factory=dict)
-    _allowed_hosts: dict[tuple[str, str | None], tuple[str, ...]] = field(default_factory=dict)
+    _policies: dict[tuple[str, str], UrlPolicy] = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, config: CrawlConfig) -> "Runtime":
@@ -61,7 +61,7 @@ class Runtime:
     def transport(self):
         from media_crawler.platforms.transport import RequestsTransport
 
-        return RequestsTransport(session=self.session, before_request=self.budget.acquire,
+        return RequestsTransport(session=self.session, policy_for=self.api_policy, before_request=self.budget.acquire,
                                  after_response=self._heed_usage_headers)
 
     def _heed_usage_headers(self, platform: str, response) -> None:
@@ -84,24 +84,29 @@ class Runtime:
             adapter = self._adapters[platform] = build_adapter(platform, self.config.settings_for(platform), self.transport)
         return adapter
 
-    def allowed_hosts(self, platform: str, source_ident: str | None = None) -> tuple[str, ...]:
-        """Where media for this platform may be fetched from (checked on every redirect hop).
+    def media_policy(self, platform: str, source_ident: str | None = None) -> UrlPolicy:
+        """Where media for this platform may be fetched from (checked on every redirect hop):
+        its CDN patterns, `media_hosts` and `allow_hosts`; for a plain URL list, any
+        public host too. Worked out once per platform: the configuration never changes
+        under a runtime. (`source_ident` is kept for callers; no policy depends on it.)"""
+        policy = self._policies.get(("media", platform))
+        if policy is None:
+            adapter_cls = type(self.adapter(platform))
+            entries = [*adapter_cls.default_media_hosts, *self.config.settings_for(platform).media_hosts,
+                       *self.config.allow_hosts]
+            if platform == "urls":
+                entries.append("*")
+            policy = self._policies[("media", platform)] = UrlPolicy.from_entries(entries)
+        return policy
 
-        Asked once per item, answered from the configuration, which a runtime
-        never changes: worked out once per platform and source."""
-        key = (platform, source_ident)
-        hosts = self._allowed_hosts.get(key)
-        if hosts is None:
-            hosts = self._allowed_hosts[key] = self._work_out_allowed_hosts(platform, source_ident)
-        return hosts
-
-    def _work_out_allowed_hosts(self, platform: str, source_ident: str | None) -> tuple[str, ...]:
-        adapter_cls = type(self.adapter(platform))
-        hosts = list(adapter_cls.default_media_hosts) + list(self.config.settings_for(platform).media_hosts)
-        if platform == "urls":
-            # A plain URL list may name any public host (internal addresses stay
-            # refused by check_url), and media on the feed's own host.
-            hosts.append("*")
-            if source_ident:
-                hosts.extend(adapter_cls.media_hosts_for(Source.parse("urls", source_ident)))
-        return tuple(h for h in hosts + list(self.config.allow_hosts) if h)
+    def api_policy(self, platform: str) -> UrlPolicy:
+        """Where API calls and feed pages (a URL feed's `next` links included) may go:
+        any public host, the origins of `api_base` and `extra_api_bases` (operator
+        configuration, so a simulator on 127.0.0.1 may be named there), and `allow_hosts`."""
+        policy = self._policies.get(("api", platform))
+        if policy is None:
+            settings = self.config.settings_for(platform)
+            bases = [settings.api_base, *settings.extra_api_bases.values()]
+            entries = ["*", *(base for base in bases if base), *self.config.allow_hosts]
+            policy = self._policies[("api", platform)] = UrlPolicy.from_entries(entries)
+        return policy

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import parse_retry_after
 from media_crawler.platforms.base import ApiResponse
-from media_crawler.platforms.scrub import scrub_text
+from media_crawler.scrub import scrub_text
 
 RAW_BODY_LIMIT = 4096  # what a parse_error keeps of the body for the person who looks
 

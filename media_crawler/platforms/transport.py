@@ -5,21 +5,31 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 import requests
+import urllib3
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import make_session
+from media_crawler.net.policy import UrlPolicy
+from media_crawler.net.redirects import get_following_redirects
 from media_crawler.platforms.base import ApiResponse
 from media_crawler.platforms.responses import header
-from media_crawler.platforms.scrub import scrub_text, scrub_url, secret_values
+from media_crawler.scrub import scrub_text, scrub_url, secret_values
 
 BeforeRequest = Callable[[str], None]
 AfterResponse = Callable[[str, ApiResponse], None]
+PolicyFor = Callable[[str], UrlPolicy]
+PUBLIC_ONLY = UrlPolicy.from_entries(["*"])
+MAX_REDIRECTS = 5
+# An API page or a URL feed page is JSON of kilobytes; decompressed, it is refused past this.
+MAX_API_BODY_BYTES = 32 * 1024**2
 
 
 class RequestsTransport:
     """`before_request(platform)` runs before every call (the rate budget
     blocks there); `after_response(platform, response)` sees every answer,
     headers included, so Facebook's usage headers can slow the budget down.
+    `policy_for(platform)` is the URL policy each call and each of its
+    redirect hops must pass (pipeline/runtime.py `api_policy`).
 
     HTTP error statuses are returned, not raised: platforms hide errors in
     200 bodies and in 4xx bodies alike, and only the adapter can tell them apart.
@@ -28,12 +38,14 @@ class RequestsTransport:
     def __init__(
         self,
         session: requests.Session | None = None,
+        policy_for: PolicyFor | None = None,
         connect_timeout: float = 5,
         read_timeout: float = 30,
         before_request: BeforeRequest | None = None,
         after_response: AfterResponse | None = None,
     ) -> None:
         self.session = session or make_session()
+        self.policy_for = policy_for or (lambda _platform: PUBLIC_ONLY)
         self.timeout = (connect_timeout, read_timeout)
         self.before_request = before_request
         self.after_response = after_response
@@ -45,21 +57,55 @@ class RequestsTransport:
             self.before_request(platform)
         secrets = secret_values(dict(params or {})) + _cookie_values(headers)
         try:
-            raw = self.session.get(url, params=params, headers=dict(headers or {}), timeout=self.timeout)
-            body = raw.content
+            # requests joins the params to the URL; the policy then judges the URL that is sent.
+            full_url = requests.Request("GET", url, params=dict(params or {})).prepare().url
+        except requests.RequestException:
+            raise CrawlError(ErrorClass.DISALLOWED_URL, f"{platform}: unusable URL {scrub_url(url)}") from None
+        try:
+            raw, target = get_following_redirects(
+                self.policy_for(platform), full_url, dict(headers or {}), self._send, max_redirects=MAX_REDIRECTS,
+                proxies_for=self._proxies_for)
+            with raw:
+                body = _read_bounded(raw, platform, target.url)
+        except CrawlError as error:
+            raise CrawlError(error.error_class, f"{platform} GET {scrub_url(url)}: {scrub_text(error.message, secrets)}",
+                             http_status=error.http_status) from None
         except requests.Timeout as exc:  # before ConnectionError: ConnectTimeout is both
             raise _network_error(ErrorClass.NETWORK_TIMEOUT, platform, url, exc, secrets) from None
-        except requests.RequestException as exc:
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
             raise _network_error(ErrorClass.CONNECTION_RESET, platform, url, exc, secrets) from None
         response = ApiResponse(
             status=raw.status_code,
             headers=raw.headers,
             text=body.decode(_charset(raw), errors="replace"),
-            url=scrub_url(raw.url or url),
+            url=scrub_url(target.url),
         )
         if self.after_response is not None:
             self.after_response(platform, response)
         return response
+
+    def _send(self, target, headers: Mapping[str, str]) -> requests.Response:
+        request = self.session.prepare_request(requests.Request("GET", target.url, headers=dict(headers)))
+        settings = self.session.merge_environment_settings(target.url, {}, True, None, None)
+        return self.session.send(request, timeout=self.timeout, allow_redirects=False, **settings)
+
+    def _proxies_for(self, target_url: str):
+        return self.session.merge_environment_settings(target_url, {}, True, None, None).get("proxies")
+
+
+def _read_bounded(raw: requests.Response, platform: str, url: str) -> bytes:
+    """The body, refused past MAX_API_BODY_BYTES (an API page is JSON of some kilobytes;
+    a feed that answers gigabytes must not take the worker's memory)."""
+    declared = raw.headers.get("Content-Length")
+    if declared and declared.strip().isdigit() and int(declared) > MAX_API_BODY_BYTES:
+        raise CrawlError(ErrorClass.TOO_LARGE, f"answer declares {declared} bytes, over {MAX_API_BODY_BYTES}")
+    chunks, size = [], 0
+    for chunk in raw.iter_content(64 * 1024):
+        size += len(chunk)
+        if size > MAX_API_BODY_BYTES:
+            raise CrawlError(ErrorClass.TOO_LARGE, f"answer runs past {MAX_API_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _charset(raw: requests.Response) -> str:

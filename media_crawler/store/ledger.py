@@ -16,6 +16,7 @@ from sqlalchemy import and_, bindparam, func, or_, select, update
 from media_crawler.errors import CrawlError, FinalState
 from media_crawler.models import MediaRecord, iso_utc
 from media_crawler.recovery.crashpoints import MID_LEDGER_BATCH, crash_point
+from media_crawler.scrub import mask_secrets, scrub_text, scrub_url
 from media_crawler.store import schema
 from media_crawler.store.database import get_engine, lock_ids_in_order, lock_rows_in_id_order, migrate
 
@@ -128,7 +129,8 @@ class Ledger:
                     summary.skipped_seen += 1
                     continue
                 values: dict[str, Any] = {
-                    "media_url": record.media_url, "backup_urls": json.dumps(list(record.backup_urls)),
+                    "media_url": record.media_url and mask_secrets(record.media_url),
+                    "backup_urls": mask_secrets(json.dumps(list(record.backup_urls))),
                     "resolved_at": now, "updated_at": now,
                 }
                 if state in (FAILED, RETRY_WAIT):
@@ -144,7 +146,8 @@ class Ledger:
                 columns = _record_columns(record)
                 if key in latest_url:
                     later = latest_url[key]
-                    columns.update(media_url=later.media_url, backup_urls=json.dumps(list(later.backup_urls)))
+                    columns.update(media_url=later.media_url and mask_secrets(later.media_url),
+                                   backup_urls=mask_secrets(json.dumps(list(later.backup_urls))))
                 rows.append(_new_row(columns, source_key=source_key, day=day, run_id=run_id, now=now))
             # Row locks in one order: the rows to refresh by id, the new ones by identity.
             lock_ids_in_order(conn, T, (row_id for row_id, _owner, _values in updates))
@@ -306,6 +309,7 @@ class Ledger:
     def set_cursor(self, source_key: str, name: str, value: str) -> None:
         C = schema.cursors
         with self.engine.begin() as conn:
+            value = mask_secrets(value)  # a paging cursor may be a URL holding the token
             done = conn.execute(update(C).where(C.c.source_key == source_key, C.c.name == name).values(
                 value=value, updated_at=time.time())).rowcount
             if not done:
@@ -317,8 +321,8 @@ class Ledger:
         with self.engine.begin() as conn:
             conn.execute(schema.feed_errors.insert().values(
                 source_key=source_key, day=day, platform=platform, error_class=error.error_class.value,
-                platform_code=error.platform_code, message=error.message[:2000],
-                raw_body=(raw_body or None) and raw_body[:100_000], run_id=run_id, at=time.time()))
+                platform_code=error.platform_code, message=scrub_text(error.message)[:2000],
+                raw_body=(raw_body or None) and scrub_text(raw_body[:100_000]), run_id=run_id, at=time.time()))
 
     def resolve_feed_errors(self, *, source_key: str, day: str) -> None:
         F = schema.feed_errors
@@ -328,14 +332,21 @@ class Ledger:
 
 
 def _record_columns(record: MediaRecord) -> dict[str, Any]:
-    return {
+    """A record's row values, every text through the scrubber: a feed may have echoed
+    a credential into a URL, a title or an id, and the ledger is storage. A media URL
+    that carried one keeps `***` in its place: fetching it sends no secret anywhere."""
+    columns = {
         "platform": record.platform, "item_id": record.item_id, "variant": record.variant, "kind": record.kind,
-        "canonical_url": record.canonical_url, "media_url": record.media_url,
+        "canonical_url": scrub_url(record.canonical_url), "media_url": record.media_url and mask_secrets(record.media_url),
         "backup_urls": json.dumps(list(record.backup_urls)), "group_key": record.group,
         "resolve_ref": record.resolve_ref, "published_at": iso_utc(record.published_at),
         "meta": json.dumps(dict(record.meta), ensure_ascii=False, default=str),
         "expected_sha256": record.expected_sha256, "expected_size": record.expected_size,
     }
+    for name in ("item_id", "variant", "backup_urls", "group_key", "resolve_ref", "meta"):
+        if columns[name]:
+            columns[name] = mask_secrets(columns[name])
+    return columns
 
 
 def _identity(record: MediaRecord) -> tuple[str, str, str]:

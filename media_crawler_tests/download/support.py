@@ -5,8 +5,9 @@ import hashlib
 import random
 
 from media_crawler.http import Timeouts
+from media_crawler.net.policy import UrlPolicy
 
-ALLOWED = ("127.0.0.1",)
+ALLOWED = UrlPolicy.from_entries(["127.0.0.1:*"])  # the test servers take any free port
 FAST = Timeouts(connect=2.0, read=2.0, stall=2.0)
 MB = 1024 * 1024
 

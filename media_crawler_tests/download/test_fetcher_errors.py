@@ -6,6 +6,7 @@ import socket
 import pytest
 
 from media_crawler.download.fetcher import download_to_part
+from media_crawler.net.policy import UrlPolicy
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import Timeouts
 from media_crawler_tests.download.httpserver import Reply
@@ -16,7 +17,7 @@ HTML = b"<!DOCTYPE html><html><head><title>Login</title></head><body>please log 
 
 def fetch(session, url, part, **options):
     options.setdefault("max_bytes", 10_000_000)
-    options.setdefault("allowed_hosts", ALLOWED)
+    options.setdefault("url_policy", ALLOWED)
     options.setdefault("timeouts", FAST)
     return download_to_part(session, url, part, **options)
 
@@ -96,7 +97,7 @@ def test_redirects_on_allowed_hosts_are_followed_and_credentials_stay_behind(ser
     server.route("/hop", Reply(redirect_to=server.url("/final", host="localhost")))
     server.route("/final", Reply(body))
 
-    result = fetch(session, url, part, headers={"Cookie": "SESSDATA=secret"}, allowed_hosts=("127.0.0.1", "localhost"))
+    result = fetch(session, url, part, headers={"Cookie": "SESSDATA=secret"}, url_policy=UrlPolicy.from_entries(["127.0.0.1:*", "localhost:*"]))
 
     assert result.sha256 == sha256(body)
     assert server.requests_to("/hop")[0].headers["Cookie"] == "SESSDATA=secret"  # same host keeps it

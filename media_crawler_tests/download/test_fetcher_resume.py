@@ -13,7 +13,7 @@ SIZE = 700_000  # spans several 256 KiB chunks
 
 def fetch(session, url, part, **options):
     options.setdefault("max_bytes", 10 * SIZE)
-    return download_to_part(session, url, part, timeouts=FAST, allowed_hosts=ALLOWED, **options)
+    return download_to_part(session, url, part, timeouts=FAST, url_policy=ALLOWED, **options)
 
 
 def cut_then_capture_validator(session, url, part):

@@ -1,10 +1,15 @@
-"""media_crawler.http: the URL allowlist (internal hosts, wildcards, schemes), redaction, Retry-After, session retries."""
+"""The URL policy (net/policy.py: internal hosts, wildcards, schemes, ports) with the pinned session; redaction, Retry-After, session retries."""
 from __future__ import annotations
 
 import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.http import check_url, make_session, parse_retry_after, redact_url
+from media_crawler.http import make_session, parse_retry_after, redact_url
+from media_crawler.net.policy import UrlPolicy
+
+
+def check_url(url, entries):
+    return UrlPolicy.from_entries(entries).check(url)
 
 CDN = ("*.hdslb.com", "wx1.sinaimg.cn")
 
@@ -15,8 +20,9 @@ CDN = ("*.hdslb.com", "wx1.sinaimg.cn")
         ("https://upos-sz-mirrorali.bilivideo.hdslb.com/a.m4s?deadline=1", CDN),
         ("https://i0.hdslb.com/bfs/a.jpg", CDN),
         ("https://WX1.sinaimg.cn./large/a.jpg", CDN),  # case and a trailing dot do not matter
-        ("http://127.0.0.1:8787/media/a.jpg", ("127.0.0.1",)),  # the simulator, listed explicitly
-        ("http://[::1]:8787/a.jpg", ("::1",)),
+        ("http://127.0.0.1:8787/media/a.jpg", ("127.0.0.1:8787",)),  # the simulator, listed with its port
+        ("http://[::1]:8787/a.jpg", ("[::1]:8787",)),
+        ("http://nas.local/a.jpg", ("nas.local",)),  # listed without a port: 80 and 443
         ("https://example.org/a.jpg", ("*",)),
     ],
 )
@@ -45,6 +51,8 @@ def test_allowed_urls_pass(url, allowed):
         ("http://0.0.0.0/", ("*",)),
         ("http://127.0.0.1@evil.example/", CDN),  # userinfo trick: the host is evil.example
         ("http://localhost/", ("127.0.0.1",)),  # listing the IP does not list the name
+        ("http://127.0.0.1:8788/", ("127.0.0.1:8787",)),  # an internal host only on the port listed
+        ("http://127.0.0.1:8787/", ("127.0.0.1",)),  # no port listed: 80 and 443 only
     ],
 )
 def test_disallowed_urls_raise(url, allowed):
@@ -55,7 +63,8 @@ def test_disallowed_urls_raise(url, allowed):
 
 def test_internal_hosts_pass_only_when_listed_exactly():
     check_url("http://169.254.169.254/", ("169.254.169.254",))
-    check_url("http://localhost:9000/", ("localhost",))
+    check_url("http://localhost:9000/", ("localhost:9000",))
+    check_url("http://localhost:9001/", ("localhost:*",))
 
 
 def test_redaction_keeps_host_and_path_only():
@@ -102,7 +111,7 @@ def rebinding_name(monkeypatch):
 
 
 def fetch(session, url, part, allowed):
-    return download_to_part(session, url, part, max_bytes=10**6, allowed_hosts=allowed)
+    return download_to_part(session, url, part, max_bytes=10**6, url_policy=UrlPolicy.from_entries(allowed))
 
 
 def test_a_public_looking_name_that_resolves_internally_is_refused(server, session, part, rebinding_name):
@@ -115,21 +124,21 @@ def test_a_public_looking_name_that_resolves_internally_is_refused(server, sessi
 
 def test_a_name_listed_exactly_may_resolve_internally(server, session, part, rebinding_name):
     server.route("/a.jpg", Reply(JPEG, content_type="image/jpeg"))
-    assert fetch(session, server.url("/a.jpg", host=rebinding_name), part, (rebinding_name,)).size == len(JPEG)
+    assert fetch(session, server.url("/a.jpg", host=rebinding_name), part, (f"{rebinding_name}:*",)).size == len(JPEG)
 
 
 def test_a_redirect_to_a_name_resolving_internally_is_refused(server, session, part, rebinding_name):
     target = server.route("/b.jpg", Reply(JPEG, content_type="image/jpeg"))
     start = server.route("/start", Reply(redirect_to=target.replace("127.0.0.1", rebinding_name)))
     with pytest.raises(CrawlError) as caught:
-        fetch(session, start, part, ("127.0.0.1", "*"))
+        fetch(session, start, part, ("127.0.0.1:*", "*"))
     assert caught.value.error_class is ErrorClass.DISALLOWED_URL
     assert server.requests_to("/b.jpg") == []
 
 
 def test_a_kept_alive_connection_is_checked_again_for_the_next_allowlist(server, session, part, rebinding_name):
     url = server.route("/a.jpg", Reply(JPEG, content_type="image/jpeg")).replace("127.0.0.1", rebinding_name)
-    fetch(session, url, part, (rebinding_name,))  # opens and keeps a connection to the name
+    fetch(session, url, part, (f"{rebinding_name}:*",))  # opens and keeps a connection to the name
     with pytest.raises(CrawlError) as caught:
         fetch(session, url, part.with_name("other.part"), ("*",))
     assert caught.value.error_class is ErrorClass.DISALLOWED_URL

@@ -12,7 +12,7 @@ SIZE = 600_000
 
 
 def download(session, url, part, clock):
-    return download_with_retries(session, url, part, allowed_hosts=ALLOWED, timeouts=FAST, max_bytes=10 * SIZE,
+    return download_with_retries(session, url, part, url_policy=ALLOWED, timeouts=FAST, max_bytes=10 * SIZE,
                                  sleep=clock.sleep, rng=random.Random(7))
 
 

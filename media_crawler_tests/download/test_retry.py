@@ -39,7 +39,7 @@ def clock():
 def download(session, url, part, clock, **options):
     options.setdefault("max_bytes", 10 * SIZE)
     return download_with_retries(
-        session, url, part, allowed_hosts=ALLOWED, timeouts=FAST, sleep=clock.sleep, rng=random.Random(7), **options
+        session, url, part, url_policy=ALLOWED, timeouts=FAST, sleep=clock.sleep, rng=random.Random(7), **options
     )
 
 

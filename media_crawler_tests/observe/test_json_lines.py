@@ -9,7 +9,7 @@ import pytest
 
 from media_crawler.observe.events import ITEM_KEYS, correlation, log_item
 from media_crawler.observe.logging import JsonFormatter, configure, ensure_configured
-from media_crawler.observe.scrub import register_environment_secrets, scrub_text
+from media_crawler.scrub import register_environment_secrets, scrub_text
 from media_crawler_tests.observe.support import TS_PATTERN
 
 

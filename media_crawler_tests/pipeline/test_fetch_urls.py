@@ -26,7 +26,7 @@ def fetch(simulator, feed: str, store, capsys) -> tuple[int, list[dict]]:
     # One process: a forked shard writes to the real stdout, which capsys does not see
     # (test_fetch_urls_processes.py runs the command as a subprocess for that).
     code = main(["fetch-urls", "--feed", f"{simulator.base_url}{feed}", "--store", str(store),
-                 "--allow-host", "127.0.0.1", "--workers", "4", "--processes", "1"])
+                 "--allow-host", "127.0.0.1:*", "--workers", "4", "--processes", "1"])
     out = capsys.readouterr().out
     return code, [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="--
 
 def config_for(store, simulator):
     return config_from_dict({"store": str(store), "ledger_url": f"sqlite:///{store / 'ledger.db'}",
-                             "allow_hosts": ["127.0.0.1"], "min_free_bytes": 1024**2,
+                             "allow_hosts": ["127.0.0.1:*"], "min_free_bytes": 1024**2,
                              "sources": [{"urls": f"{simulator.base_url}/urls/demo.json"}]})
 
 
@@ -36,7 +36,7 @@ def test_two_processes_split_the_list_and_every_line_arrives_whole(fresh_sim, tm
     items = feed_items(fresh_sim, "/urls/demo.json")
     done = subprocess.run(
         [sys.executable, "-m", "media_crawler.cli", "fetch-urls", "--feed", f"{fresh_sim.base_url}/urls/demo.json",
-         "--store", str(store), "--allow-host", "127.0.0.1", "--workers", "4", "--processes", "2"],
+         "--store", str(store), "--allow-host", "127.0.0.1:*", "--workers", "4", "--processes", "2"],
         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert done.returncode == 0, done.stderr
     # The command ends its process without the interpreter's teardown (cli.end_without_teardown):
@@ -57,7 +57,7 @@ def test_an_incomplete_list_exits_1_from_the_console_script_too(fresh_sim, tmp_p
     """The exit without teardown keeps the command's exit code and its last words on stderr."""
     done = subprocess.run(
         [sys.executable, "-m", "media_crawler.cli", "fetch-urls", "--feed", f"{fresh_sim.base_url}/urls/missing.json",
-         "--store", str(tmp_path / "store"), "--allow-host", "127.0.0.1", "--processes", "2"],
+         "--store", str(tmp_path / "store"), "--allow-host", "127.0.0.1:*", "--processes", "2"],
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "feed failed" in done.stderr.splitlines()[-1]
@@ -69,7 +69,7 @@ def test_a_log_reader_that_leaves_does_not_change_the_exit_code(fresh_sim, tmp_p
     code still says whether the list is complete."""
     process = subprocess.Popen(
         [sys.executable, "-m", "media_crawler.cli", "fetch-urls", "--feed", f"{fresh_sim.base_url}{feed}",
-         "--store", str(tmp_path / "store"), "--allow-host", "127.0.0.1", "--processes", "2"],
+         "--store", str(tmp_path / "store"), "--allow-host", "127.0.0.1:*", "--processes", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     process.stdout.close()  # the reader leaves before the first line
     stderr = process.communicate(timeout=120)[1]
@@ -115,7 +115,7 @@ def test_processes_share_a_postgresql_ledger(fresh_sim, tmp_path, postgres):
     items = feed_items(fresh_sim, "/urls/demo.json")
     done = subprocess.run(
         [sys.executable, "-m", "media_crawler.cli", "fetch-urls", "--feed", f"{fresh_sim.base_url}/urls/demo.json",
-         "--store", str(store), "--ledger", ledger_url, "--allow-host", "127.0.0.1", "--workers", "4",
+         "--store", str(store), "--ledger", ledger_url, "--allow-host", "127.0.0.1:*", "--workers", "4",
          "--processes", "2"],
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

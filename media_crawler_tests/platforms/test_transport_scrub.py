@@ -7,7 +7,7 @@ import requests
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.platforms.registry import ADAPTERS, build_adapter
 from media_crawler.platforms.base import PlatformSettings
-from media_crawler.platforms.scrub import scrub_text, scrub_url
+from media_crawler.scrub import scrub_text, scrub_url
 from media_crawler.platforms.transport import RequestsTransport
 
 FAKE_TOKEN = "EAAB-fake-token-1234567890"
@@ -37,13 +37,16 @@ def test_scrub_text_masks_urls_pairs_and_known_values():
     assert scrubbed.startswith("GET https://graph.facebook.com/x failed")
 
 
-class FakeSession:
+class FakeSession(requests.Session):
+    """requests' own request preparation, with `send` answering from the test."""
+
     def __init__(self, outcome):
+        super().__init__()
         self.outcome = outcome
         self.calls = []
 
-    def get(self, url, params=None, headers=None, timeout=None):
-        self.calls.append((url, params, headers, timeout))
+    def send(self, request, **kwargs):
+        self.calls.append((request.url, kwargs.get("timeout"), kwargs.get("allow_redirects")))
         if isinstance(self.outcome, Exception):
             raise self.outcome
         return self.outcome
@@ -52,6 +55,7 @@ class FakeSession:
 def fake_response(status=200, body=b'{"ok": 1}', headers=None, url="https://graph.facebook.com/x?access_token=" + FAKE_TOKEN):
     raw = requests.models.Response()
     raw.status_code, raw._content, raw.url = status, body, url
+    raw._content_consumed = True  # the body is in hand: iter_content serves it
     raw.headers.update(headers or {"Content-Type": "application/json"})
     return raw
 
@@ -65,7 +69,7 @@ def test_transport_returns_scrubbed_responses_and_runs_hooks():
     answer = transport.get("facebook", "https://graph.facebook.com/x", params={"access_token": FAKE_TOKEN})
     assert answer.status == 200 and answer.json() == {"msg": "这里"}  # UTF-8 even without a declared charset
     assert answer.url == "https://graph.facebook.com/x"
-    assert session.calls[0][3] == (2, 9)
+    assert session.calls[0] == (f"https://graph.facebook.com/x?access_token={FAKE_TOKEN}", (2, 9), False)
     assert seen == [("before", "facebook"), ("after", "facebook", "application/json")]
 
 

@@ -17,7 +17,7 @@ from media_crawler.http import parse_retry_after
 from media_crawler.platforms.base import ApiResponse
 from media_crawler.platforms.fields import as_int, as_str
 from media_crawler.platforms.responses import decode_json, header, http_status_error
-from media_crawler.platforms.scrub import scrub_text
+from media_crawler.scrub import scrub_text
 
 PLATFORM = "facebook"
 

@@ -8,7 +8,6 @@ undated one for every window, which is harmless: the ledger's unique key
 from __future__ import annotations
 
 from typing import Any, Iterator
-from urllib.parse import urlsplit
 
 from media_crawler.models import DayWindow, MediaRecord, Source
 from media_crawler.platforms.base import CursorStore, FeedItem, PlatformAdapter
@@ -20,14 +19,10 @@ from media_crawler.platforms.window import NewestSeen, max_pages
 class UrlsAdapter(PlatformAdapter):
     name = "urls"
     default_api_base = ""  # each source names its own feed URL
-    default_media_hosts = ()  # the feed's own host: see media_hosts_for()
+    # Any public host (pipeline/runtime.py `media_policy`); an internal one, the
+    # feed's own included, only when `allow_hosts` lists it with its port.
+    default_media_hosts = ()
     url_lifetime_s = None
-
-    @staticmethod
-    def media_hosts_for(source: Source) -> tuple[str, ...]:
-        """A URL feed may point at media on its own host."""
-        host = urlsplit(source.ident).hostname
-        return (host,) if host else ()
 
     def iter_records(
         self, source: Source, window: DayWindow, cursors: CursorStore | None = None

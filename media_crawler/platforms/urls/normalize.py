@@ -18,10 +18,11 @@ from media_crawler.models import KINDS, MediaRecord
 from media_crawler.platforms.base import FeedItem
 from media_crawler.platforms.fields import MissingField, as_int, as_list, as_str, compact, from_unix, parse_iso, require
 from media_crawler.platforms.items import guarded
-from media_crawler.platforms.scrub import scrub_url
+from media_crawler.scrub import scrub_url
 
 PLATFORM = "urls"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_HAS_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 # Extensions mimetypes does not know everywhere (DASH segments, modern images).
 EXTRA_KINDS = {".m4s": "video", ".ts": "video", ".flv": "video", ".mkv": "video", ".webp": "image",
                ".avif": "image", ".heic": "image", ".m4a": "audio", ".opus": "audio", ".flac": "audio"}
@@ -36,7 +37,7 @@ def feed_items(body: Any) -> list[Any]:
 def next_feed_url(body: Any, feed_url: str) -> str | None:
     """An optional `next` link for paged feeds, relative to the feed."""
     next_url = as_str(body.get("next")) if isinstance(body, Mapping) else None
-    return urljoin(feed_url, next_url) if next_url else None
+    return item_url(feed_url, next_url) if next_url else None
 
 
 def item_published_at(item: Any) -> datetime | None:
@@ -57,7 +58,10 @@ def guess_kind(url: str, declared: Any = None) -> str:
         return text
     if text.split("/", 1)[0] in KINDS:
         return text.split("/", 1)[0]
-    path = urlsplit(url).path.lower()
+    try:
+        path = urlsplit(url).path.lower()
+    except ValueError:  # a malformed host (`http://[]`): the download refuses it; the kind is a guess
+        return DEFAULT_KIND
     suffix = path[path.rfind("."):] if "." in path.rsplit("/", 1)[-1] else ""
     if suffix in EXTRA_KINDS:
         return EXTRA_KINDS[suffix]
@@ -66,8 +70,16 @@ def guess_kind(url: str, declared: Any = None) -> str:
     return major if major in KINDS else DEFAULT_KIND
 
 
+def item_url(feed_url: str, listed: str) -> str:
+    """The item's absolute URL. Only a relative reference is joined to the feed: a URL
+    with a scheme is taken as written, so `http:` or `http://?` stays the broken URL it
+    is (the download refuses it as disallowed_url, and the ledger row says so) instead
+    of becoming the feed's own URL."""
+    return listed if _HAS_SCHEME.match(listed) else urljoin(feed_url, listed)
+
+
 def item_record(item: Mapping[str, Any], feed_url: str) -> MediaRecord:
-    url = urljoin(feed_url, require(as_str(item.get("url")), "items[].url"))
+    url = item_url(feed_url, require(as_str(item.get("url")), "items[].url"))
     sha256 = (as_str(item.get("sha256")) or "").lower() or None
     if sha256 is not None and not _SHA256.match(sha256):
         raise MissingField(f"items[].sha256 {sha256[:16]!r} is not a sha256 hex digest")

@@ -1,0 +1,126 @@
+"""Connections that dial exactly the address the URL policy checked.
+
+requests and urllib3 resolve a host name when they connect; checking the name
+earlier, with a lookup of our own, would leave a window in which a DNS answer
+changes between the check and the connect (rebinding). Here the connection
+itself asks the policy in force (`under_policy`) to resolve and check, and
+connects to those addresses only: one lookup, no window. TLS still verifies
+the certificate against the host name, which urllib3 keeps as `host`.
+
+A connection opened with no policy in force is refused: every request the
+crawler makes names the policy it is made under.
+"""
+from __future__ import annotations
+
+import contextvars
+import socket
+import sys
+from contextlib import contextmanager
+from typing import Iterator, Mapping
+
+from requests.adapters import HTTPAdapter
+from requests.utils import select_proxy
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
+from urllib3.util import connection
+
+from media_crawler.net.addresses import Address
+from media_crawler.net.policy import AddressRefused, UrlPolicy
+from media_crawler.net.targets import Target
+
+_POLICY: contextvars.ContextVar[UrlPolicy | None] = contextvars.ContextVar("media_crawler_url_policy", default=None)
+
+
+@contextmanager
+def under_policy(policy: UrlPolicy) -> Iterator[None]:
+    """Connections opened (or reused) in this block are checked against `policy`."""
+    token = _POLICY.set(policy)
+    try:
+        yield
+    finally:
+        _POLICY.reset(token)
+
+
+def check_proxied_target(policy: UrlPolicy, target: Target, proxies: Mapping[str, str] | None) -> None:
+    """Through a proxy, the connection's peer is the proxy the operator chose, so the
+    target's name is resolved and checked here instead. The proxy resolves it again
+    (the one rebinding window this leaves is the proxy's; docs/DESIGN.md says so)."""
+    if proxies and select_proxy(target.url, dict(proxies)):
+        try:
+            policy.resolve(target.host, target.port)
+        except socket.gaierror:
+            pass  # the proxy will say it cannot resolve it either
+
+
+def _current_policy() -> UrlPolicy:
+    policy = _POLICY.get()
+    if policy is None:
+        raise AddressRefused("no URL policy is in force for this request")
+    return policy
+
+
+class _PinnedMixin:
+    """Mixed into urllib3's connections: resolve through the policy, dial only what it admitted."""
+
+    _dialled: Address | None = None
+
+    def _new_conn(self):
+        if getattr(self, "proxy", None) is not None:
+            return super()._new_conn()  # the peer is the proxy (see check_proxied_target)
+        policy = _current_policy()
+        host = (self.host or "").strip("[]").rstrip(".").lower()
+        try:
+            addresses = policy.resolve(host, self.port)
+        except socket.gaierror as exc:
+            raise NameResolutionError(self.host, self, exc) from exc
+        last_error: OSError | None = None
+        for address in addresses:
+            try:
+                sock = connection.create_connection(
+                    (str(address), self.port), self.timeout,
+                    source_address=self.source_address, socket_options=self.socket_options)
+            except socket.timeout as exc:
+                raise ConnectTimeoutError(
+                    self, f"Connection to {self.host} timed out. (connect timeout={self.timeout})") from exc
+            except OSError as exc:
+                last_error = exc
+                continue
+            self._dialled = address
+            sys.audit("http.client.connect", self, self.host, self.port)
+            return sock
+        raise NewConnectionError(self, f"Failed to establish a new connection: {last_error}")
+
+    def request(self, *args, **kwargs):
+        # A kept-alive connection opened under one policy may be reused under
+        # another: its address is judged again by the policy of this request.
+        policy = _current_policy()
+        if self._dialled is not None and getattr(self, "proxy", None) is None:
+            host = (self.host or "").strip("[]").rstrip(".").lower()
+            if not policy.admits(host, self.port, self._dialled):
+                raise AddressRefused(f"{host} is connected to internal address {self._dialled}, not listed here")
+        return super().request(*args, **kwargs)
+
+
+class _PinnedHTTPConnection(_PinnedMixin, HTTPConnection):
+    pass
+
+
+class _PinnedHTTPSConnection(_PinnedMixin, HTTPSConnection):
+    pass
+
+
+class _PinnedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _PinnedHTTPConnection
+
+
+class _PinnedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _PinnedHTTPSConnection
+
+
+class PinnedAdapter(HTTPAdapter):
+    """requests' adapter with pools whose connections are pinned (see the module docstring)."""
+
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _PinnedHTTPPool, "https": _PinnedHTTPSPool}

@@ -1,0 +1,144 @@
+"""One strict parse of a URL, before anything connects.
+
+The parsers of Python's urllib, requests, urllib3 and browsers disagree on
+odd URLs (`http://169.254.169.254\\.example.com/`, `http://%31%36%39.254.169.254/`,
+`http://a@b@c/`, `http://2852039166/`), and a check that reads a URL one way
+while the connection reads it another is the classic way round an allowlist.
+So the URL is parsed here once, everything the parsers could read differently
+is refused, and what is sent is rebuilt from this parse (`Target.url`): the
+host the policy checked is the host the connection dials.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from requests.utils import requote_uri
+
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.net.addresses import Address, parse_address
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+MAX_URL_LENGTH = 8192
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
+_NUMERIC_PART = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)$")
+_CANONICAL_V4 = re.compile(r"^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A URL the policy can judge and the connection can dial, read the same way by both."""
+
+    url: str  # what is sent: scheme://host[:port]/path?query, no userinfo, no fragment
+    scheme: str
+    host: str  # ASCII, lower case, no trailing dot; an IPv6 literal without brackets
+    port: int  # explicit, else the scheme's default
+    address: Address | None  # the host when it is an IP literal
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return (self.scheme, self.host, self.port)
+
+
+def refuse(reason: str) -> CrawlError:
+    return CrawlError(ErrorClass.DISALLOWED_URL, reason)
+
+
+def parse_target(url: object) -> Target:
+    """The Target of `url`, or CrawlError(disallowed_url) saying what is wrong with it."""
+    if not isinstance(url, str) or not url:
+        raise refuse("URL is empty or not a string")
+    if len(url) > MAX_URL_LENGTH:
+        raise refuse(f"URL is longer than {MAX_URL_LENGTH} characters")
+    if _CONTROL.search(url):
+        raise refuse("URL holds control characters")
+    match = _SCHEME.match(url)
+    scheme = match.group(1).lower() if match else ""
+    if scheme not in DEFAULT_PORTS:
+        raise refuse(f"scheme {scheme or '(none)'!r} is not http(s)")
+    rest = url[match.end():]
+    if not rest.startswith("//"):
+        raise refuse("URL has no host")
+    rest = rest[2:]
+    end = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+    authority, tail = rest[:end], rest[end:]
+    host, port, explicit_port = _split_authority(authority, scheme)
+    address = parse_address(host)
+    tail = tail.split("#", 1)[0]  # a fragment is never sent
+    if not tail.startswith("/"):
+        tail = "/" + tail
+    try:
+        tail = requote_uri(tail)
+    except Exception:  # requests raises InvalidURL for a broken escape
+        raise refuse("URL path holds a broken percent escape") from None
+    shown_host = f"[{host}]" if address is not None and address.version == 6 else host
+    port_text = f":{port}" if explicit_port else ""
+    return Target(f"{scheme}://{shown_host}{port_text}{tail}", scheme, host, port, address)
+
+
+def _split_authority(authority: str, scheme: str) -> tuple[str, int, bool]:
+    if not authority:
+        raise refuse("URL has no host")
+    if "@" in authority:
+        raise refuse("URL carries userinfo (user:password@)")
+    if "\\" in authority:
+        raise refuse("URL host holds a backslash")
+    if "%" in authority:
+        raise refuse("URL host is percent-encoded")
+    if any(c.isspace() for c in authority):
+        raise refuse("URL host holds white space")
+    if authority.startswith("["):
+        close = authority.find("]")
+        if close < 0:
+            raise refuse("URL has an unclosed IPv6 literal")
+        host, after = authority[1:close], authority[close + 1:]
+        if after and not after.startswith(":"):
+            raise refuse("URL has characters after its IPv6 literal")
+        address = parse_address(host)
+        if address is None or address.version != 6:
+            raise refuse("URL has a malformed IPv6 literal")
+        host = str(address)
+        port_text = after[1:] if after else None
+    else:
+        host, sep, port_text = authority.rpartition(":")
+        if not sep:
+            host, port_text = authority, None
+        host = _name_or_ipv4(host)
+    port = _port(port_text, scheme)
+    return host, port, port_text not in (None, "") and port != DEFAULT_PORTS[scheme]
+
+
+def _port(text: str | None, scheme: str) -> int:
+    if text is None or text == "":
+        return DEFAULT_PORTS[scheme]
+    if not text.isascii() or not text.isdigit() or not 0 < int(text) < 65536:
+        raise refuse("URL port is not a number from 1 to 65535")
+    return int(text)
+
+
+def _name_or_ipv4(host: str) -> str:
+    if ":" in host:
+        raise refuse("URL host holds a colon")
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise refuse("URL host is not a valid internationalized name") from None
+    host = host.lower()
+    if host.endswith("."):
+        host = host[:-1]
+    if not host:
+        raise refuse("URL has no host")
+    labels = host.split(".")
+    # A last label that is a number makes the whole host an IPv4 address to
+    # browsers and to inet_aton (`127.1`, `0x7f.1`, `2852039166`): only the
+    # canonical dotted quad is accepted, so one spelling means one address.
+    if _NUMERIC_PART.match(labels[-1]) or all(_NUMERIC_PART.match(label) for label in labels):
+        if not _CANONICAL_V4.match(host):
+            raise refuse(f"URL host {host[:60]!r} is not a canonical IPv4 address")
+        return host
+    if len(host) > 253 or not all(_LABEL.match(label) for label in labels):
+        raise refuse(f"URL host {host[:60]!r} is not a valid host name")
+    return host
