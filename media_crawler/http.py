@@ -54,8 +54,12 @@ def redact_url(url: str) -> str:
 
     Signed CDN URLs carry their signature and tokens in the query string, so
     this is the only form of a URL that may reach a log line or an error message.
+    A URL too malformed to split (`http://[]`) is shown as its scheme alone.
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return f"{url.split(':', 1)[0][:16]}://(malformed)"
     try:
         host = parts.hostname or ""
         port = f":{parts.port}" if parts.port else ""

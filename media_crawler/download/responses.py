@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import requests
 import urllib3
-from requests.cookies import RequestsCookieJar
+from requests.cookies import RequestsCookieJar, extract_cookies_to_jar
 from requests.sessions import merge_setting
 from requests.structures import CaseInsensitiveDict
 from requests.utils import get_netrc_auth
@@ -69,7 +69,11 @@ def _send(session: requests.Session, url: str, headers: Mapping[str, str], timeo
         if request is not None:
             return _send_to_pool(session, request, settings, timeouts, safe_url)
         request = session.prepare_request(requests.Request("GET", url, headers=dict(headers)))
-        return session.send(request, timeout=timeouts.for_requests(), allow_redirects=False, **settings)
+        # The adapter, not Session.send: that parses a Location to prepare the next hop
+        # even with allow_redirects=False (and raised ValueError on a hostile one).
+        response = session.get_adapter(request.url).send(request, timeout=timeouts.for_requests(), **settings)
+        extract_cookies_to_jar(session.cookies, request, response.raw)
+        return response
     except AddressRefused as exc:
         raise CrawlError(ErrorClass.DISALLOWED_URL, str(exc)) from None
     except (requests.ConnectTimeout, requests.ReadTimeout) as exc:

@@ -7,12 +7,11 @@ credentials attached for one origin never follow a hop to another.
 from __future__ import annotations
 
 from typing import Callable, Mapping, Protocol
-from urllib.parse import urljoin
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.net.pinning import check_proxied_target, under_policy
 from media_crawler.net.policy import AddressRefused, UrlPolicy
-from media_crawler.net.targets import Target
+from media_crawler.net.targets import Target, join_reference
 
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")
@@ -48,8 +47,8 @@ def get_following_redirects(policy: UrlPolicy, url: str, headers: Mapping[str, s
             if answer.status_code not in REDIRECT_STATUSES or not location:
                 return answer, target
             answer.close()
-            current = urljoin(target.url, location.strip())
             try:
+                current = join_reference(target.url, location)
                 next_origin = policy.check(current).origin
             except CrawlError as refusal:
                 raise CrawlError(ErrorClass.DISALLOWED_URL,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import urljoin
 
 from requests.utils import requote_uri
 
@@ -40,6 +41,26 @@ class Target:
     @property
     def origin(self) -> tuple[str, str, int]:
         return (self.scheme, self.host, self.port)
+
+
+def join_reference(base: str, reference: str) -> str:
+    """`reference` (a feed item, a `next` link, a Location) made absolute against `base`.
+
+    Only a relative reference is joined: one with a scheme is taken as written, so
+    `http:` or `http:169.254.169.254/` stays the host-less URL it is instead of
+    becoming a path on `base`'s host. Surrounding white space is dropped, as
+    browsers drop it. A backslash is refused: browsers read `\\host\\x` as
+    `//host/x`, Python's urljoin as a path, and the two must not disagree.
+    """
+    reference = reference.strip(" \t\r\n\f\v\x00")
+    if "\\" in reference:
+        raise refuse("URL reference holds a backslash")
+    if _SCHEME.match(reference):
+        return reference
+    try:
+        return urljoin(base, reference)
+    except ValueError:  # a malformed host in `reference` (`//[::1./`)
+        raise refuse("URL reference is malformed") from None
 
 
 def refuse(reason: str) -> CrawlError:

@@ -3,9 +3,11 @@ classified, URLs scrubbed, and two hooks for the shared rate budget."""
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
+from urllib.parse import urlencode
 
 import requests
 import urllib3
+from requests.cookies import extract_cookies_to_jar
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import make_session
@@ -56,14 +58,16 @@ class RequestsTransport:
         if self.before_request is not None:
             self.before_request(platform)
         secrets = secret_values(dict(params or {})) + _cookie_values(headers)
+        policy = self.policy_for(platform)
         try:
-            # requests joins the params to the URL; the policy then judges the URL that is sent.
-            full_url = requests.Request("GET", url, params=dict(params or {})).prepare().url
-        except requests.RequestException:
-            raise CrawlError(ErrorClass.DISALLOWED_URL, f"{platform}: unusable URL {scrub_url(url)}") from None
+            # The policy's own parse of the URL, the params joined to it by us: requests
+            # would first re-read the URL its own way (`http://a\\@b/` is host `a` to it).
+            full_url = _with_params(policy.check(url).url, params)
+        except CrawlError as error:
+            raise CrawlError(error.error_class, f"{platform} GET {scrub_url(url)}: {error.message}") from None
         try:
             raw, target = get_following_redirects(
-                self.policy_for(platform), full_url, dict(headers or {}), self._send, max_redirects=MAX_REDIRECTS,
+                policy, full_url, dict(headers or {}), self._send, max_redirects=MAX_REDIRECTS,
                 proxies_for=self._proxies_for)
             with raw:
                 body = _read_bounded(raw, platform, target.url)
@@ -85,12 +89,27 @@ class RequestsTransport:
         return response
 
     def _send(self, target, headers: Mapping[str, str]) -> requests.Response:
+        """One GET through the session's adapter. Not `Session.send`: even with
+        allow_redirects=False it parses the Location to prepare the next request,
+        with its own URL parser (a hostile Location raised ValueError there);
+        redirects are net/redirects.py's to judge."""
         request = self.session.prepare_request(requests.Request("GET", target.url, headers=dict(headers)))
         settings = self.session.merge_environment_settings(target.url, {}, True, None, None)
-        return self.session.send(request, timeout=self.timeout, allow_redirects=False, **settings)
+        adapter = self.session.get_adapter(request.url)
+        response = adapter.send(request, timeout=self.timeout, **settings)
+        extract_cookies_to_jar(self.session.cookies, request, response.raw)
+        return response
 
     def _proxies_for(self, target_url: str):
         return self.session.merge_environment_settings(target_url, {}, True, None, None).get("proxies")
+
+
+def _with_params(url: str, params: Mapping[str, Any] | None) -> str:
+    """`url` with `params` appended as requests would encode them (None values left out)."""
+    pairs = [(key, value) for key, value in (params or {}).items() if value is not None]
+    if not pairs:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}{urlencode(pairs, doseq=True)}"
 
 
 def _read_bounded(raw: requests.Response, platform: str, url: str) -> bytes:

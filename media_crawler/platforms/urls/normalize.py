@@ -12,9 +12,11 @@ import mimetypes
 import re
 from datetime import datetime
 from typing import Any, Mapping
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
+from media_crawler.errors import CrawlError
 from media_crawler.models import KINDS, MediaRecord
+from media_crawler.net.targets import join_reference
 from media_crawler.platforms.base import FeedItem
 from media_crawler.platforms.fields import MissingField, as_int, as_list, as_str, compact, from_unix, parse_iso, require
 from media_crawler.platforms.items import guarded
@@ -22,7 +24,6 @@ from media_crawler.scrub import scrub_url
 
 PLATFORM = "urls"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_HAS_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 # Extensions mimetypes does not know everywhere (DASH segments, modern images).
 EXTRA_KINDS = {".m4s": "video", ".ts": "video", ".flv": "video", ".mkv": "video", ".webp": "image",
                ".avif": "image", ".heic": "image", ".m4a": "audio", ".opus": "audio", ".flac": "audio"}
@@ -71,11 +72,15 @@ def guess_kind(url: str, declared: Any = None) -> str:
 
 
 def item_url(feed_url: str, listed: str) -> str:
-    """The item's absolute URL. Only a relative reference is joined to the feed: a URL
-    with a scheme is taken as written, so `http:` or `http://?` stays the broken URL it
-    is (the download refuses it as disallowed_url, and the ledger row says so) instead
-    of becoming the feed's own URL."""
-    return listed if _HAS_SCHEME.match(listed) else urljoin(feed_url, listed)
+    """The item's absolute URL (net/targets.py `join_reference`: only a relative
+    reference is joined to the feed, so `http:` or `http://?` stays the broken URL it
+    is and the download refuses it as disallowed_url, instead of becoming the feed's
+    own URL). A reference that cannot be joined at all is kept as written, for the
+    download to refuse with the same class and the ledger row to say so."""
+    try:
+        return join_reference(feed_url, listed)
+    except CrawlError:
+        return listed
 
 
 def item_record(item: Mapping[str, Any], feed_url: str) -> MediaRecord:
