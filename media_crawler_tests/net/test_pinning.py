@@ -1,0 +1,119 @@
+"""Pinned connections: one lookup per connection, the connection dials exactly the address the
+policy checked (a rebinding resolver cannot swap it), TLS-less and proxied paths keep the rules."""
+from __future__ import annotations
+
+import pytest
+
+from media_crawler.download.fetcher import download_to_part
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.http import make_session
+from media_crawler.net.addresses import is_internal_address, parse_address
+from media_crawler.net.policy import UrlPolicy
+from media_crawler_tests.download.httpserver import Reply, ScriptedServer
+from media_crawler_tests.net.connect_recorder import ConnectRecorder
+
+JPEG = b"\xff\xd8\xff" + b"j" * 2000
+PUBLIC = "93.184.216.34"
+
+
+class FlippingResolver(dict):
+    """A rebinding DNS server: the first answer is public, every later one internal."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name, self.lookups = name, 0
+
+    def __contains__(self, key) -> bool:
+        return key == self.name
+
+    def __getitem__(self, key):
+        self.lookups += 1
+        return [PUBLIC] if self.lookups == 1 else ["169.254.169.254"]
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer() as running:
+        yield running
+
+
+def test_a_rebinding_name_is_looked_up_once_and_the_checked_address_is_dialled(server, monkeypatch, tmp_path):
+    server.route("/a.jpg", Reply(JPEG, content_type="image/jpeg"))
+    resolver = FlippingResolver("flip.example.test")
+    recorder = ConnectRecorder(local_ports={server.port}, aliases={(PUBLIC, 80): ("127.0.0.1", server.port)},
+                               names=resolver).install(monkeypatch)
+    session = make_session()
+    result = download_to_part(session, "http://flip.example.test/a.jpg", tmp_path / "a.part", max_bytes=10**6,
+                              url_policy=UrlPolicy.from_entries(["*"]))
+    assert result.size == len(JPEG)
+    assert resolver.lookups == 1  # no second lookup: nothing for the rebinding answer to win
+    assert recorder.attempted() == {(PUBLIC, 80)}
+
+
+def test_every_answer_of_a_name_is_judged_and_a_mixed_answer_refused(server, monkeypatch, tmp_path):
+    recorder = ConnectRecorder(local_ports={server.port}, names={"mixed.example.test": [PUBLIC, "10.0.0.7"]})
+    recorder.install(monkeypatch)
+    with pytest.raises(CrawlError) as caught:
+        download_to_part(make_session(), "http://mixed.example.test/a.jpg", tmp_path / "a.part", max_bytes=10**6,
+                         url_policy=UrlPolicy.from_entries(["*"]))
+    assert caught.value.error_class is ErrorClass.DISALLOWED_URL and "10.0.0.7" in caught.value.message
+    assert recorder.connects == []
+
+
+def test_a_request_outside_any_policy_is_refused(server):
+    session = make_session()
+    server.route("/a.jpg", Reply(JPEG))
+    with pytest.raises(Exception) as caught:
+        session.get(server.url("/a.jpg"), timeout=2)
+    assert "no URL policy" in str(caught.value)
+    assert server.requests_to("/a.jpg") == []
+
+
+def test_through_a_proxy_the_target_is_still_checked(server, monkeypatch, tmp_path):
+    """The proxy is the connection's peer, so the target's name is resolved and judged before sending."""
+    monkeypatch.setenv("HTTP_PROXY", server.url(""))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    ConnectRecorder(local_ports={server.port}, names={"meta.example.test": ["169.254.169.254"]}).install(monkeypatch)
+    with pytest.raises(CrawlError) as caught:
+        download_to_part(make_session(), "http://meta.example.test/latest/", tmp_path / "a.part", max_bytes=10**6,
+                         url_policy=UrlPolicy.from_entries(["*"]))
+    assert caught.value.error_class is ErrorClass.DISALLOWED_URL
+    assert server.log == []  # the proxy was never asked
+
+
+@pytest.mark.parametrize("text", [
+    "127.0.0.1", "10.1.2.3", "172.20.0.1", "192.168.9.9", "100.64.0.1", "169.254.169.254", "0.0.0.0", "224.1.1.1",
+    "255.255.255.255", "198.18.0.1", "::1", "::", "fe80::1", "fc00::1", "ff02::1", "::ffff:127.0.0.1",
+    "::127.0.0.1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::1", "2002:a9fe:a9fe::1", "::ffff:0:a9fe:a9fe", "2001:db8::1",
+])
+def test_internal_addresses_in_every_spelling(text):
+    assert is_internal_address(parse_address(text))
+
+
+@pytest.mark.parametrize("text", ["93.184.216.34", "8.8.4.4", "2606:4700::1111", "64:ff9b::5db8:d822",
+                                  "2002:5db8:d822::1"])
+def test_public_addresses_are_public(text):
+    assert not is_internal_address(parse_address(text))
+
+
+@pytest.mark.parametrize(("entry", "allowed", "refused"), [
+    ("127.0.0.1:8787", "http://127.0.0.1:8787/a", "http://127.0.0.1:8788/a"),
+    ("http://127.0.0.1:8787/feed.json", "http://127.0.0.1:8787/b", "http://127.0.0.1/b"),
+    ("nas.local", "https://nas.local/a", None),
+    ("[::1]:9000", "http://[::1]:9000/", "http://[::1]:9001/"),
+    ("127.0.0.1:*", "http://127.0.0.1:1234/", "http://127.0.0.2:1234/"),
+])
+def test_an_internal_host_is_allowed_on_the_port_it_was_listed_with(entry, allowed, refused):
+    policy = UrlPolicy.from_entries([entry])
+    policy.check(allowed)
+    if refused:
+        with pytest.raises(CrawlError):
+            policy.check(refused)
+
+
+def test_a_listed_name_may_resolve_internally_only_on_its_port():
+    policy = UrlPolicy.from_entries(["nas.local:8080", "*"])
+    assert policy.admits("nas.local", 8080, parse_address("192.168.1.5"))
+    assert not policy.admits("nas.local", 22, parse_address("192.168.1.5"))
+    assert not policy.admits("cdn.example.org", 443, parse_address("192.168.1.5"))
