@@ -11,12 +11,13 @@
     │
     ├── bad body: retried from a clean .part
     │     truncated_body   hash_mismatch   bad_signature (HTML/JSON served as media)
-    │     corrupt_media    (signature fine, but Pillow / the MP4 box walk disagree)
+    │     corrupt_media    (signature fine, but a decoder or the MP4/WebM walk disagrees)
     │
     ├── permanent: recorded, reported, never retried
     │     not_found        (404/410, Bilibili -404/62002/62004/62012/-403/-10403/-688,
     │                       Facebook 100/33 and 10/200-299, Weibo tombstones)
     │     too_large        disallowed_url
+    │     unsupported_media (the announced bytes are no format we store)
     │
     ├── alerting: no retry, a person must look
     │     auth             (401, Facebook 190, Weibo ok:-100, Bilibili -101): stops the platform
@@ -50,6 +51,7 @@ class ErrorClass(str, Enum):
     NOT_FOUND = "not_found"
     TOO_LARGE = "too_large"
     DISALLOWED_URL = "disallowed_url"
+    UNSUPPORTED_MEDIA = "unsupported_media"
     AUTH = "auth"
     PARSE_ERROR = "parse_error"
     DISK_FULL = "disk_full"
@@ -109,6 +111,7 @@ POLICIES: dict[ErrorClass, ErrorPolicy] = {
     ErrorClass.NOT_FOUND: _PERMANENT,
     ErrorClass.TOO_LARGE: _PERMANENT,
     ErrorClass.DISALLOWED_URL: _PERMANENT,
+    ErrorClass.UNSUPPORTED_MEDIA: _PERMANENT,
     ErrorClass.AUTH: ErrorPolicy(retryable=False, final_state=FinalState.FAILED, stops_platform=True),
     ErrorClass.PARSE_ERROR: ErrorPolicy(retryable=False, final_state=FinalState.FAILED),
     ErrorClass.DISK_FULL: ErrorPolicy(retryable=False, final_state=FinalState.FAILED, stops_admission=True),

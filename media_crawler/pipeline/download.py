@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from media_crawler.download.fetcher import DownloadResult
 from media_crawler.download.pool import run_bounded
+from media_crawler.download.fetcher import body_limit
 from media_crawler.download.retry import AttemptReport, download_with_retries
 from media_crawler.errors import CrawlError, ErrorClass, policy_for
 from media_crawler.http import Timeouts
@@ -205,7 +206,7 @@ def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: d
             url = resolve()  # the signed URL is (nearly) expired: ask the platform for a fresh one
         result = download_with_retries(
             runtime.session, url, runtime.store.staging_path(task.staging_name),
-            max_bytes=runtime.config.max_item_bytes,
+            max_bytes=body_limit(runtime.config.max_item_bytes, task.expected_size),
             url_policy=runtime.media_policy(task.platform, source.ident if source else None),
             headers=adapter.download_headers(record), timeouts=Timeouts(), validator=task.etag,
             platform=task.platform, budget=runtime.budget, resolve=resolve if task.resolve_ref else None,

@@ -153,7 +153,8 @@ def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> StagedOutcome:
     started = time.monotonic()
     try:
         verify_file(part, kind=task.kind, expected_size=task.expected_size, expected_sha256=task.expected_sha256,
-                    actual_sha256=result.sha256, max_bytes=runtime.config.max_item_bytes)
+                    actual_sha256=result.sha256, max_bytes=runtime.config.max_item_bytes,
+                    allow_unknown=runtime.allows_unknown_formats(task.platform))
     except CrawlError as error:
         part.unlink(missing_ok=True)
         attempts = item.attempts + 1

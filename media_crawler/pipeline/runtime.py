@@ -84,6 +84,11 @@ class Runtime:
             adapter = self._adapters[platform] = build_adapter(platform, self.config.settings_for(platform), self.transport)
         return adapter
 
+    def allows_unknown_formats(self, platform: str) -> bool:
+        """`platforms.<name>.allow_unknown_formats: true`: store bytes of no known media
+        format (never documents or executables) as octet-stream instead of refusing them."""
+        return self.config.settings_for(platform).options.get("allow_unknown_formats") is True
+
     def media_policy(self, platform: str, source_ident: str | None = None) -> UrlPolicy:
         """Where media for this platform may be fetched from (checked on every redirect hop):
         its CDN patterns, `media_hosts` and `allow_hosts`; for a plain URL list, any

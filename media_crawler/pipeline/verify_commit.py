@@ -48,7 +48,8 @@ def _verify(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
             continue
         try:
             verify_file(part, kind=task.kind, expected_size=task.expected_size,
-                        expected_sha256=task.expected_sha256, actual_sha256=task.sha256)
+                        expected_sha256=task.expected_sha256, actual_sha256=task.sha256,
+                        allow_unknown=runtime.allows_unknown_formats(task.platform))
         except CrawlError as error:
             part.unlink(missing_ok=True)
             attempts = task.attempts + 1

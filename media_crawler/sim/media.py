@@ -4,7 +4,8 @@ files with a valid ISO-BMFF box structure (ftyp, moov with mvhd and a track, mda
 Pixels come from a tiny seeded colour grid scaled up, so images decode, compress well
 (keeping tests fast) and differ for every key; a thumbnail is the same key at a smaller
 size, i.e. a true downscale. Video payloads are seeded random bytes: nothing decodes
-the frames, but every box walker and magic-byte check sees a genuine container.
+the frames, but every box walker and magic-byte check sees a genuine container, with a
+sample table (ten samples in one chunk) that fits its mdat.
 """
 from __future__ import annotations
 
@@ -106,7 +107,22 @@ def _ftyp(major: bytes, compatible: tuple[bytes, ...]) -> bytes:
     return _box(b"ftyp", major + struct.pack(">I", 512) + b"".join(compatible))
 
 
-def _moov(handler: bytes, width: int, height: int) -> bytes:
+_SAMPLES = 10  # per file: one chunk of ten samples filling the mdat
+
+
+def _stbl(payload_size: int, chunk_offset: int) -> bytes:
+    """A sample table of _SAMPLES samples in one chunk at `chunk_offset`, filling the payload."""
+    base, extra = divmod(payload_size, _SAMPLES)
+    sizes = [base] * (_SAMPLES - 1) + [base + extra]
+    stsd = _full_box(b"stsd", struct.pack(">I", 1) + _box(b"mp4v", bytes(6) + struct.pack(">H", 1) + bytes(70)))
+    stts = _full_box(b"stts", struct.pack(">III", 1, _SAMPLES, _DURATION_MS // _SAMPLES))
+    stsc = _full_box(b"stsc", struct.pack(">IIII", 1, 1, _SAMPLES, 1))
+    stsz = _full_box(b"stsz", struct.pack(">II", 0, _SAMPLES) + struct.pack(f">{_SAMPLES}I", *sizes))
+    stco = _full_box(b"stco", struct.pack(">II", 1, chunk_offset))
+    return _box(b"stbl", stsd + stts + stsc + stsz + stco)
+
+
+def _moov(handler: bytes, width: int, height: int, payload_size: int = 256, chunk_offset: int = 0) -> bytes:
     mvhd = _full_box(
         b"mvhd",
         struct.pack(">IIII", 0, 0, _TIMESCALE, _DURATION_MS)
@@ -121,7 +137,8 @@ def _moov(handler: bytes, width: int, height: int) -> bytes:
     )
     mdhd = _full_box(b"mdhd", struct.pack(">IIIIHH", 0, 0, _TIMESCALE, _DURATION_MS, 0x55C4, 0))
     hdlr = _full_box(b"hdlr", bytes(4) + handler + bytes(12) + b"sim\x00")
-    return _box(b"moov", mvhd + _box(b"trak", tkhd + _box(b"mdia", mdhd + hdlr)))
+    minf = _box(b"minf", _stbl(payload_size, chunk_offset))
+    return _box(b"moov", mvhd + _box(b"trak", tkhd + _box(b"mdia", mdhd + hdlr + minf)))
 
 
 def _sidx(referenced_size: int) -> bytes:
@@ -134,10 +151,14 @@ def _sidx(referenced_size: int) -> bytes:
 
 def _container(recipe: Recipe) -> bytes:
     major, compatible, handler = _FLAVOURS[recipe.fmt]
-    head = _ftyp(major, compatible) + _moov(handler, recipe.width, recipe.height)
     dash = recipe.fmt.startswith("m4s")
-    overhead = len(head) + (44 if dash else 0) + 8
-    payload = random.Random(f"payload/{recipe.key}").randbytes(max(256, recipe.size - overhead))
+    # The moov's length does not depend on the numbers in it: measure it once, then
+    # write it with the real payload size and the offset where the samples start.
+    head_length = len(_ftyp(major, compatible) + _moov(handler, recipe.width, recipe.height))
+    payload_size = max(256, recipe.size - head_length - (44 if dash else 0) - 8)
+    samples_at = head_length + (44 if dash else 0) + 8
+    head = _ftyp(major, compatible) + _moov(handler, recipe.width, recipe.height, payload_size, samples_at)
+    payload = random.Random(f"payload/{recipe.key}").randbytes(payload_size)
     mdat = _box(b"mdat", payload)
     return head + (_sidx(len(mdat)) if dash else b"") + mdat
 

@@ -1,35 +1,49 @@
-"""Image verification with Pillow: the header first, pixels only when it is safe.
+"""Image verification with Pillow: the header first, then every frame decoded.
 
 Order matters: `Image.open` reads only the header, so the claimed dimensions
 are checked before a single pixel is decoded. A decompression bomb (a few KB of
 PNG claiming 100000x100000) is rejected there, never inflated.
-Then: `verify()` (PNG checks every chunk CRC through IEND), a decode of a 1/8
-scale draft for JPEG (libjpeg reads every scan, so a cut body fails, at 1/64 of
-the memory), cheap structural checks for GIF/WebP, and a full decode of images
-small enough that it costs little.
+Then every frame is decoded, whether or not the source announced a sha256 (a
+hash proves the bytes are the announced ones, not that they are an image):
+- JPEG (and MPO, a JPEG with more pictures): through `draft()` at 1/8 scale,
+  which still entropy-decodes every byte of every scan, so a cut or garbage body
+  fails, at 1/64 of the memory and a fraction of the CPU of a full decode;
+- PNG, GIF, WebP: `load()` of every frame up to DECODE_BUDGET_PIXELS; a larger
+  PNG has its IDAT stream inflated piecewise and its size checked instead (every
+  compressed byte read, memory bounded); a larger GIF or WebP is refused as
+  too_large, since decoding it would need that much memory.
+PNG also passes `verify()` (every chunk CRC through IEND), GIF its trailer byte and
+WebP its RIFF length. Any exception the decoders raise is corrupt_media.
 """
 from __future__ import annotations
 
 import os
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from PIL import Image, UnidentifiedImageError
+# Registered here, not left to Pillow's lazy init(): `Image.open(formats=...)` looks each
+# format up in the registry, and an MPO needs its plugin loaded to be opened as one.
+from PIL import GifImagePlugin, JpegImagePlugin, MpoImagePlugin, PngImagePlugin, WebPImagePlugin  # noqa: F401
 
 from media_crawler.errors import CrawlError, ErrorClass
 
 DEFAULT_MAX_PIXELS = 100_000_000
-# Fully decode only below this (2 MP is ~8 MB as RGBA): catches corrupt
-# compressed data in PNG/GIF/WebP, which verify() does not inflate.
-FULL_DECODE_MAX_PIXELS = 2_000_000
+# One frame decoded in full only up to this many pixels (~64 MB as RGBA).
+DECODE_BUDGET_PIXELS = 16_000_000
+MAX_FRAMES = 2_000
+# Over all frames of an animation: beyond this a decode is a CPU bomb.
+MAX_DECODED_PIXELS = 400_000_000
 # Only these parsers ever see downloaded bytes: Pillow's other plugins
 # (EPS hands files to Ghostscript) have no business reading untrusted input.
+# (An MPO, a JPEG holding more pictures, is opened by the JPEG plugin and reports "MPO".)
 PILLOW_FORMATS = ("JPEG", "PNG", "GIF", "WEBP")
-MEDIA_TYPES = {"JPEG": "image/jpeg", "PNG": "image/png", "GIF": "image/gif", "WEBP": "image/webp"}
-
-_DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, struct.error, Image.DecompressionBombError)
+MEDIA_TYPES = {"JPEG": "image/jpeg", "MPO": "image/jpeg", "PNG": "image/png", "GIF": "image/gif",
+               "WEBP": "image/webp"}
+_PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}  # colour type -> samples per pixel
 
 
 @dataclass(frozen=True)
@@ -37,16 +51,17 @@ class ImageInfo:
     media_type: str
     width: int
     height: int
+    frames: int = 1
 
 
-def verify_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS, decode: bool = True,
+def corrupt(message: str) -> CrawlError:
+    return CrawlError(ErrorClass.CORRUPT_MEDIA, message)
+
+
+def verify_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS,
                  opened: BinaryIO | None = None) -> ImageInfo:
-    """Raise CrawlError(corrupt_media) unless `path` is a whole, decodable image of sane size.
+    """Raise CrawlError unless `path` is a whole, fully decodable image of sane size.
 
-    decode=False skips the pixel decode (header, dimension guard, verify() and
-    the trailer checks still run): for bytes already proven whole by the
-    sha256 their source announced, where a decode could only find damage that
-    the hash has ruled out (see verify_file).
     opened: `path` already open for reading at its start (the caller's handle
     is read for the header and left open).
     """
@@ -56,14 +71,14 @@ def verify_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXEL
             image_format = image.format
             width, height = image.size
             _check_dimensions(width, height, max_pixels)
-            image.verify()
-        if not decode:
-            pass
-        elif image_format == "JPEG":
-            _decode_jpeg_draft(path, width, height)
-        elif width * height <= FULL_DECODE_MAX_PIXELS:
+            frames = _frame_count(image, width, height)
+            if image_format == "PNG":
+                image.verify()  # chunk CRCs; the image must be opened again to decode
+        if image_format == "PNG":
+            _decode_png(path, width, height)
+        else:
             with Image.open(path, formats=PILLOW_FORMATS) as image:
-                image.load()
+                _decode_frames(image, image_format, width, height, frames)
         if image_format == "GIF":
             _check_gif_trailer(path)
         elif image_format == "WEBP":
@@ -72,29 +87,104 @@ def verify_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXEL
         raise
     except Image.DecompressionBombError as exc:
         # Pillow's own guard (at 2x its MAX_IMAGE_PIXELS) fires inside open().
-        raise CrawlError(ErrorClass.CORRUPT_MEDIA, f"image dimensions rejected as a decompression bomb: {exc}") from None
+        raise corrupt(f"image dimensions rejected as a decompression bomb: {exc}") from None
     except UnidentifiedImageError:
-        raise CrawlError(ErrorClass.CORRUPT_MEDIA, "Pillow does not recognize the image") from None
-    except _DECODE_ERRORS as exc:
-        raise CrawlError(ErrorClass.CORRUPT_MEDIA, f"image does not decode: {exc}") from None
-    return ImageInfo(MEDIA_TYPES[image_format], width, height)
+        raise corrupt("Pillow does not recognize the image") from None
+    except MemoryError:
+        raise CrawlError(ErrorClass.TOO_LARGE, "image needs more memory to decode than this process has") from None
+    except Exception as exc:  # noqa: BLE001 - any decoder failure (IndexError, KeyError, ...) is corrupt media
+        raise corrupt(f"image does not decode: {type(exc).__name__}: {str(exc)[:200]}") from None
+    return ImageInfo(MEDIA_TYPES[image_format], width, height, frames)
 
 
 def _check_dimensions(width: int, height: int, max_pixels: int) -> None:
     if width <= 0 or height <= 0:
-        raise CrawlError(ErrorClass.CORRUPT_MEDIA, f"image claims impossible dimensions {width}x{height}")
+        raise corrupt(f"image claims impossible dimensions {width}x{height}")
     if width * height > max_pixels:
-        raise CrawlError(
-            ErrorClass.CORRUPT_MEDIA,
-            f"image claims {width}x{height} pixels, above the {max_pixels} pixel limit (decompression bomb guard)",
-        )
+        raise corrupt(f"image claims {width}x{height} pixels, above the {max_pixels} pixel limit "
+                      "(decompression bomb guard)")
 
 
-def _decode_jpeg_draft(path: Path, width: int, height: int) -> None:
-    with Image.open(path, formats=("JPEG",)) as image:
-        # draft() picks the smallest DCT scale >= the requested size: 1/8 here.
-        image.draft("RGB", (max(1, width // 8), max(1, height // 8)))
-        image.load()  # raises OSError "image file is truncated" on a cut body
+def _frame_count(image: Image.Image, width: int, height: int) -> int:
+    frames = int(getattr(image, "n_frames", 1) or 0)
+    if frames < 1:
+        raise corrupt(f"{image.format} has no frames")
+    if frames > MAX_FRAMES:
+        raise corrupt(f"{image.format} claims {frames} frames, above the {MAX_FRAMES} frame limit")
+    if image.format not in ("JPEG", "MPO") and frames * width * height > MAX_DECODED_PIXELS:
+        raise CrawlError(ErrorClass.TOO_LARGE, f"{frames} frames of {width}x{height} are beyond the decode bound")
+    return frames
+
+
+def _decode_frames(image: Image.Image, image_format: str, width: int, height: int, frames: int) -> None:
+    jpeg = image_format in ("JPEG", "MPO")
+    if not jpeg and width * height > DECODE_BUDGET_PIXELS:
+        raise CrawlError(ErrorClass.TOO_LARGE, f"{image_format} of {width}x{height} is beyond the "
+                                               f"{DECODE_BUDGET_PIXELS} pixel decode budget")
+    for index in range(frames):
+        if index:
+            image.seek(index)
+        if jpeg:
+            # draft() picks the smallest DCT scale >= the requested size: 1/8 here,
+            # and libjpeg still entropy-decodes every byte of every scan.
+            frame_width, frame_height = image.size
+            image.draft("RGB", (max(1, frame_width // 8), max(1, frame_height // 8)))
+        image.load()  # OSError "image file is truncated" on a cut body
+
+
+def _decode_png(path: Path, width: int, height: int) -> None:
+    if width * height <= DECODE_BUDGET_PIXELS:
+        with Image.open(path, formats=("PNG",)) as image:
+            frames = _frame_count(image, width, height)
+            for index in range(frames):
+                if index:
+                    image.seek(index)
+                image.load()
+        return
+    _inflate_png(path, width, height)
+
+
+def _inflate_png(path: Path, width: int, height: int) -> None:
+    """Inflate a large PNG's IDAT stream piecewise: every compressed byte is read, the
+    result must be exactly the image's size, and memory stays at one piece."""
+    with open(path, "rb") as handle:
+        handle.seek(8)
+        ihdr = handle.read(25)
+        if len(ihdr) < 25 or ihdr[4:8] != b"IHDR":
+            raise corrupt("PNG has no IHDR")
+        depth, colour, _compression, _filter, interlace = ihdr[16:21]
+        if colour not in _PNG_CHANNELS or interlace:
+            raise CrawlError(ErrorClass.TOO_LARGE, "a PNG this large is verified only when not interlaced")
+        row = 1 + (width * _PNG_CHANNELS[colour] * depth + 7) // 8
+        expected, produced = row * height, 0
+        inflater = zlib.decompressobj()
+        handle.seek(8 + 25)
+        while True:
+            header = handle.read(8)
+            if len(header) < 8:
+                raise corrupt("PNG ends before IEND")
+            length, kind = struct.unpack(">I4s", header)
+            if kind == b"IEND":
+                break
+            if kind != b"IDAT":
+                handle.seek(length + 4, os.SEEK_CUR)
+                continue
+            remaining = length
+            while remaining:
+                piece = handle.read(min(remaining, 1 << 20))
+                if not piece:
+                    raise corrupt("PNG is cut inside IDAT")
+                remaining -= len(piece)
+                data = piece
+                while data:
+                    produced += len(inflater.decompress(data, 1 << 20))
+                    data = inflater.unconsumed_tail
+                    if produced > expected:
+                        raise corrupt("PNG image data inflates past the image's size")
+            handle.seek(4, os.SEEK_CUR)  # the CRC, which verify() checked
+        produced += len(inflater.flush())
+        if not inflater.eof or produced != expected:
+            raise corrupt(f"PNG image data inflates to {produced} bytes, the image needs {expected}")
 
 
 def _check_gif_trailer(path: Path) -> None:
@@ -102,7 +192,7 @@ def _check_gif_trailer(path: Path) -> None:
     with open(path, "rb") as handle:
         handle.seek(-1, os.SEEK_END)
         if handle.read(1) != b"\x3b":
-            raise CrawlError(ErrorClass.CORRUPT_MEDIA, "GIF has no trailer byte: the file is cut")
+            raise corrupt("GIF has no trailer byte: the file is cut")
 
 
 def _check_riff_length(path: Path) -> None:
@@ -112,4 +202,4 @@ def _check_riff_length(path: Path) -> None:
     declared = struct.unpack("<I", header[4:8])[0] + 8
     actual = path.stat().st_size
     if actual < declared:
-        raise CrawlError(ErrorClass.CORRUPT_MEDIA, f"WebP is {actual} bytes, its RIFF header says {declared}")
+        raise corrupt(f"WebP is {actual} bytes, its RIFF header says {declared}")

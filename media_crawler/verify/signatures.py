@@ -57,6 +57,30 @@ def sniff_document(head: bytes) -> str | None:
     return None
 
 
+# Formats that are never media, whatever a feed claims: what they are, for the message.
+_FOREIGN_PREFIXES = (
+    (b"\x7fELF", "an ELF executable"), (b"MZ", "a Windows executable"), (b"#!", "a script"),
+    (b"%PDF", "a PDF document"), (b"PK\x03\x04", "a ZIP archive"), (b"\x1f\x8b", "gzip data"),
+    (b"<?php", "PHP source"), (b"<svg", "an SVG document"),
+)
+
+
+def describe_foreign(head: bytes) -> str | None:
+    """What a non-media file is ('HTML', 'an ELF executable', markup...), or None if nothing is recognized.
+
+    Any text starting with `<` is markup (HTML fragments such as `<title>` or `<div>`
+    have no doctype), and SVG may carry script: none of it is stored as media."""
+    for prefix, what in _FOREIGN_PREFIXES:
+        if head.startswith(prefix):
+            return what
+    document = sniff_document(head)
+    if document is not None:
+        return document.upper()
+    if head.lstrip(b"\xef\xbb\xbf").lstrip().startswith(b"<"):
+        return "markup (HTML or XML)"
+    return None
+
+
 def check_media_head(head: bytes, content_type: str | None = None) -> str | None:
     """Raise bad_signature when the first bytes are a document, not media.
 

@@ -2,12 +2,14 @@
 
 Cheap checks run first and decide most failures without parsing anything:
 size against the announced size, the hash against the announced hash, then the
-magic bytes against the record's kind; only then the format-specific walk
-(Pillow for images, the box walk for MP4).
+magic bytes against the record's kind; then, always, the format's own check:
+every frame of an image decoded (verify/images.py), an MP4's boxes, sample
+table and media data (verify/mp4.py), a WebM's elements (verify/webm.py).
 """
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +17,8 @@ from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.store.cas import file_sha256
 from media_crawler.verify.images import DEFAULT_MAX_PIXELS, verify_image
 from media_crawler.verify.mp4 import verify_mp4
-from media_crawler.verify.signatures import HEAD_BYTES, sniff, sniff_document
+from media_crawler.verify.signatures import HEAD_BYTES, describe_foreign, sniff
+from media_crawler.verify.webm import verify_webm
 
 # Which sniffed types each record kind accepts. Audio tracks (DASH audio,
 # m4a) are ISO-BMFF or WebM too: the signature cannot tell audio from video.
@@ -42,30 +45,32 @@ def verify_file(
     actual_sha256: str | None = None,
     max_bytes: int | None = None,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    allow_unknown: bool = False,
 ) -> VerifyResult:
     """Raise CrawlError unless `path` holds whole, genuine media of `kind`.
 
     actual_sha256: the hash the downloader computed while writing (saves a
     second read of the file); computed here when absent and needed.
+    allow_unknown: store bytes of no known media format as octet-stream (the
+    platform setting `allow_unknown_formats`); documents and executables are
+    refused all the same.
     Classes: too_large (over max_bytes), truncated_body (shorter than
     announced), hash_mismatch (longer than announced, or another hash),
-    bad_signature (a document or a foreign format), corrupt_media (the format
-    check failed).
+    bad_signature (a document or a foreign format, which a retry may fix),
+    unsupported_media (the announced bytes themselves are no media we store),
+    corrupt_media (the format check or a decoder failed).
+
+    A matching sha256 proves the bytes are the ones announced, not that they are
+    media: the decode runs either way.
     """
     if kind not in ACCEPTED_TYPES:
         raise ValueError(f"unknown media kind {kind!r}; expected one of {', '.join(ACCEPTED_TYPES)}")
     path = Path(path)
-    # One open for the size, the hash-proven shortcut, the signature and the
-    # image header: at thousands of small files each extra open is several
-    # system calls per item.
+    # One open for the size, the signature and the image header: at thousands of
+    # small files each extra open is several system calls per item.
     with open(path, "rb") as handle:  # buffered: Pillow reads the header a few bytes at a time
         size = os.fstat(handle.fileno()).st_size
         _check_size(size, expected_size, max_bytes)
-        # Bytes that hash to the sha256 their source announced are exactly the
-        # published file: nothing was cut, spliced or swapped on the way. The
-        # checks that exist only to find such damage (a pixel decode, a missing
-        # moov, an unknown signature) are then skipped; the document (HTML/JSON),
-        # foreign-format, dimension (bomb) and box-layout checks always run.
         hash_proven = False
         if expected_sha256:
             digest = actual_sha256 or file_sha256(path)
@@ -74,21 +79,37 @@ def verify_file(
             hash_proven = True
 
         head = handle.read(HEAD_BYTES)
-        if hash_proven and sniff(head) is None and sniff_document(head) is None:
-            # No signature we know, but exactly the bytes the source announced (a
-            # list's .bin, a format without magic bytes): nothing is left to check.
-            return VerifyResult("application/octet-stream")
-        media_type = _sniff_for_kind(head, kind)
+        media_type = sniff(head)
+        if media_type is None:
+            if allow_unknown and describe_foreign(head) is None:
+                return VerifyResult("application/octet-stream")
+            raise _not_media(head, kind, hash_proven)
+        if media_type not in ACCEPTED_TYPES[kind]:
+            raise CrawlError(ErrorClass.BAD_SIGNATURE, f"file is {media_type}, expected {kind}")
 
         if media_type.startswith("image/"):
             handle.seek(0)
-            info = verify_image(path, max_pixels=max_pixels, decode=not hash_proven, opened=handle)
+            info = verify_image(path, max_pixels=max_pixels, opened=handle)
             return VerifyResult(info.media_type, info.width, info.height)
-    if media_type == "video/mp4":
-        verify_mp4(path, require_movie=not hash_proven)
-        return VerifyResult("audio/mp4" if kind == "audio" else "video/mp4")
-    # WebM: the EBML signature is all we check; no Matroska walker yet.
-    return VerifyResult("audio/webm" if kind == "audio" else "video/webm")
+    try:
+        (verify_mp4 if media_type == "video/mp4" else verify_webm)(path)
+    except CrawlError:
+        raise
+    except (struct.error, ValueError, IndexError, OverflowError) as exc:  # a walker read past what it guarded
+        raise CrawlError(ErrorClass.CORRUPT_MEDIA, f"{media_type} does not parse: {type(exc).__name__}") from None
+    container = media_type.split("/", 1)[1]
+    return VerifyResult(f"{'audio' if kind == 'audio' else 'video'}/{container}")
+
+
+def _not_media(head: bytes, kind: str, hash_proven: bool) -> CrawlError:
+    """No media signature. Bytes whose announced sha256 matched are exactly what the source
+    publishes, so a retry cannot help: unsupported_media. Otherwise an error page or a
+    wrong answer may be passing: bad_signature, retried from a clean .part."""
+    what = describe_foreign(head)
+    text = f"file is {what}, not {kind}" if what else f"no known {kind} signature in the first bytes"
+    if hash_proven:
+        return CrawlError(ErrorClass.UNSUPPORTED_MEDIA, f"{text} (it is the announced file)")
+    return CrawlError(ErrorClass.BAD_SIGNATURE, text)
 
 
 def _check_size(size: int, expected_size: int | None, max_bytes: int | None) -> None:
@@ -103,15 +124,3 @@ def _check_size(size: int, expected_size: int | None, max_bytes: int | None) -> 
     if size > expected_size:
         # More bytes than announced is not a cut: it is other content.
         raise CrawlError(ErrorClass.HASH_MISMATCH, f"{size} bytes, the source announced {expected_size}")
-
-
-def _sniff_for_kind(head: bytes, kind: str) -> str:
-    media_type = sniff(head)
-    if media_type is None:
-        document = sniff_document(head)
-        if document:
-            raise CrawlError(ErrorClass.BAD_SIGNATURE, f"file is {document.upper()}, not {kind}")
-        raise CrawlError(ErrorClass.BAD_SIGNATURE, f"no known {kind} signature in the first bytes")
-    if media_type not in ACCEPTED_TYPES[kind]:
-        raise CrawlError(ErrorClass.BAD_SIGNATURE, f"file is {media_type}, expected {kind}")
-    return media_type

@@ -1,5 +1,6 @@
-"""verify_file when the bytes match the sha256 their source announced: the checks that only
-find transit damage (pixel decode, missing moov) are skipped, every other check still runs."""
+"""verify_file when the bytes match the sha256 their source announced: a hash proves the bytes
+are the announced ones, not that they are media, so every decode still runs; bytes of no
+media format are unsupported_media unless the platform allows unknown formats."""
 from __future__ import annotations
 
 import hashlib
@@ -28,41 +29,49 @@ def error_class(path, **options) -> ErrorClass:
     return caught.value.error_class
 
 
-def test_an_mp4_without_moov_passes_only_when_its_announced_hash_matches(tmp_path):
-    data = mp4(FTYP, MDAT)  # what a progressive MP4 cut before its index looks like
+def test_an_mp4_without_moov_is_corrupt_even_when_its_announced_hash_matches(tmp_path):
+    data = mp4(FTYP, MDAT)
     path = write(tmp_path, data)
     assert error_class(path, kind="video") is ErrorClass.CORRUPT_MEDIA
-    assert verify_file(path, kind="video", expected_sha256=sha(data)) == VerifyResult("video/mp4")
-    assert verify_file(path, kind="video", expected_sha256=sha(data), actual_sha256=sha(data)) == VerifyResult("video/mp4")
-    # The box walk still runs: boxes must add up to the file.
-    cut = mp4(FTYP, MDAT)[:-3]
-    assert error_class(write(tmp_path, cut, "cut.part"), kind="video", expected_sha256=sha(cut)) is ErrorClass.CORRUPT_MEDIA
+    assert error_class(path, kind="video", expected_sha256=sha(data)) is ErrorClass.CORRUPT_MEDIA
 
 
-def test_a_hash_proven_image_is_not_decoded_but_still_header_checked(tmp_path, monkeypatch):
+def test_a_hash_proven_image_is_decoded_all_the_same(tmp_path, monkeypatch):
     data = image_bytes("JPEG", size=(320, 200))
     path = write(tmp_path, data)
     decoded = []
-    real = images_module._decode_jpeg_draft
-    monkeypatch.setattr(images_module, "_decode_jpeg_draft", lambda *a: decoded.append(a) or real(*a))
+    real = images_module._decode_frames
+    monkeypatch.setattr(images_module, "_decode_frames", lambda *a: decoded.append(a[1]) or real(*a))
     assert verify_file(path, kind="image", expected_sha256=sha(data)) == VerifyResult("image/jpeg", 320, 200)
-    assert decoded == []
-    assert verify_file(path, kind="image") == VerifyResult("image/jpeg", 320, 200)
-    assert len(decoded) == 1  # without an announced hash, the decode is the only proof of a whole body
+    assert decoded == ["JPEG"]
+    cut = data[: len(data) // 2]
+    assert error_class(write(tmp_path, cut, "cut.part"), kind="image", expected_sha256=sha(cut)) is ErrorClass.CORRUPT_MEDIA
 
 
 def test_a_matching_hash_never_excuses_a_bomb_a_document_or_a_foreign_format(tmp_path):
     bomb = png_bomb()
     assert error_class(write(tmp_path, bomb, "bomb.part"), kind="image", expected_sha256=sha(bomb)) is ErrorClass.CORRUPT_MEDIA
     html = b"<!DOCTYPE html><html><body>login required</body></html>"
-    assert error_class(write(tmp_path, html, "page.part"), kind="image", expected_sha256=sha(html)) is ErrorClass.BAD_SIGNATURE
+    assert error_class(write(tmp_path, html, "page.part"), kind="image", expected_sha256=sha(html)) is ErrorClass.UNSUPPORTED_MEDIA
     jpeg = image_bytes("JPEG")
     assert error_class(write(tmp_path, jpeg, "thumb.part"), kind="video", expected_sha256=sha(jpeg)) is ErrorClass.BAD_SIGNATURE
 
 
-def test_bytes_without_a_known_signature_pass_only_when_hash_proven(tmp_path):
+@pytest.mark.parametrize("data", [
+    b"<title>Not an image</title>", b"<div class='x'>", b"<svg onload=alert(1)>", b"<?php system($_GET[c]); ?>",
+    b"\x7fELF\x02\x01\x01" + b"\x00" * 60, b"MZ\x90\x00" + b"\x00" * 60, b"%PDF-1.7\n",
+])
+def test_documents_and_executables_are_never_stored_even_when_unknown_formats_are_allowed(tmp_path, data):
+    path = write(tmp_path, data)
+    assert error_class(path, kind="image", expected_sha256=sha(data), allow_unknown=True) is ErrorClass.UNSUPPORTED_MEDIA
+    assert error_class(path, kind="image") is ErrorClass.BAD_SIGNATURE
+
+
+def test_bytes_without_a_known_signature_are_unsupported_unless_the_platform_allows_them(tmp_path):
     data = bytes(range(256)) * 40  # a list's .bin: no magic bytes, not a document
     path = write(tmp_path, data)
     assert error_class(path, kind="image") is ErrorClass.BAD_SIGNATURE
     assert error_class(path, kind="image", expected_sha256="0" * 64) is ErrorClass.HASH_MISMATCH
-    assert verify_file(path, kind="image", expected_sha256=sha(data)) == VerifyResult("application/octet-stream")
+    assert error_class(path, kind="image", expected_sha256=sha(data)) is ErrorClass.UNSUPPORTED_MEDIA
+    assert verify_file(path, kind="image", expected_sha256=sha(data), allow_unknown=True) == VerifyResult(
+        "application/octet-stream")

@@ -7,7 +7,7 @@ import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.verify import VerifyResult, verify_file
-from media_crawler_tests.verify.media import FTYP, MDAT, MOOV, image_bytes, mp4
+from media_crawler_tests.verify.media import FTYP, MDAT, MOOV, image_bytes, mp4, webm
 
 
 def write(tmp_path, data: bytes):
@@ -33,8 +33,21 @@ def test_video_and_audio_tracks_pass(tmp_path):
     path = write(tmp_path, mp4(FTYP, MOOV, MDAT))
     assert verify_file(path, kind="video") == VerifyResult("video/mp4")
     assert verify_file(path, kind="audio") == VerifyResult("audio/mp4")
-    webm = write(tmp_path, b"\x1a\x45\xdf\xa3" + b"\x00" * 60)
-    assert verify_file(webm, kind="video").media_type == "video/webm"
+    webm_path = write(tmp_path, webm())
+    assert verify_file(webm_path, kind="video").media_type == "video/webm"
+
+
+@pytest.mark.parametrize(("data", "reason"), [
+    (b"\x1a\x45\xdf\xa3" + b"\x00" * 60, "invalid element header"),  # the signature and nothing of a file
+    (webm()[:-2], "cut body"),
+    (webm(tracks=False), "no Tracks"),
+    (webm(cluster=None), "no Cluster"),
+    (webm(cluster=b""), "empty Cluster"),
+])
+def test_broken_webm_is_corrupt(tmp_path, data, reason):
+    with pytest.raises(CrawlError) as caught:
+        verify_file(write(tmp_path, data), kind="video")
+    assert caught.value.error_class is ErrorClass.CORRUPT_MEDIA and reason in caught.value.message
 
 
 def test_size_and_hash_gates(tmp_path):
