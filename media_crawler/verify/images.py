@@ -124,15 +124,21 @@ def _decode_frames(image: Image.Image, image_format: str, width: int, height: in
     for index in range(frames):
         if index:
             image.seek(index)
-        if jpeg:
+        frame_width, frame_height = image.size
+        if image_format == "JPEG":
             # draft() picks the smallest DCT scale >= the requested size: 1/8 here,
             # and libjpeg still entropy-decodes every byte of every scan.
-            frame_width, frame_height = image.size
             image.draft("RGB", (max(1, frame_width // 8), max(1, frame_height // 8)))
+        elif frame_width * frame_height > DECODE_BUDGET_PIXELS:
+            # Pillow's draft() leaves an MPO unable to decode its later pictures ("image
+            # file is truncated"): an MPO's pictures decode in full, so they must fit the budget.
+            raise CrawlError(ErrorClass.TOO_LARGE, f"picture {index + 1} of {frame_width}x{frame_height} is "
+                                                   f"beyond the {DECODE_BUDGET_PIXELS} pixel decode budget")
         image.load()  # OSError "image file is truncated" on a cut body
 
 
 def _decode_png(path: Path, width: int, height: int) -> None:
+    _check_animation_control(path)
     if width * height <= DECODE_BUDGET_PIXELS:
         with Image.open(path, formats=("PNG",)) as image:
             frames = _frame_count(image, width, height)
@@ -142,6 +148,26 @@ def _decode_png(path: Path, width: int, height: int) -> None:
                 image.load()
         return
     _inflate_png(path, width, height)
+
+
+def _check_animation_control(path: Path) -> None:
+    """An APNG's acTL must announce at least one frame. Pillow falls back to the default
+    image of one that announces none (with only a warning), or failed on it (IndexError)."""
+    with open(path, "rb") as handle:
+        handle.seek(8)
+        while True:
+            header = handle.read(8)
+            if len(header) < 8:
+                return
+            length, kind = struct.unpack(">I4s", header)
+            if kind == b"IDAT":
+                return  # acTL comes before the image data, or not at all
+            if kind == b"acTL":
+                frames = struct.unpack(">I", handle.read(4).rjust(4, b"\x00"))[0]
+                if frames == 0:
+                    raise corrupt("APNG announces zero frames")
+                return
+            handle.seek(length + 4, os.SEEK_CUR)
 
 
 def _inflate_png(path: Path, width: int, height: int) -> None:
