@@ -71,30 +71,85 @@ def load_config(path: str | os.PathLike | None = None) -> CrawlConfig:
 
     path = Path(path) if path else default_config_path()
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise ConfigError(f"no sources file at {path} (set {CONFIG_ENV} or pass --config)") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+        raise ConfigError(f"{path} is not valid YAML: {str(exc)[:300]}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     return config_from_dict(raw, path=path)
+
+
+# Every key sources.yaml may hold; anything else is refused with its name (a typo such as
+# `ledger:` for `ledger_url:` must not be ignored without a word).
+TOP_LEVEL_KEYS = frozenset({"sources", "platforms", "store", "ledger_url", "allow_hosts", "workers",
+                            "max_item_bytes", "min_free_bytes"})
+PLATFORM_KEYS = frozenset({"api_base", "extra_api_bases", "media_hosts", "max_height", "codec_order",
+                           "credential_env", "mux", "rate", "burst", "max_pages", "allow_unknown_formats"})
+
+
+def _refuse_unknown(where: str, raw: Mapping[str, Any], known: frozenset[str], path: Path | None) -> None:
+    unknown = sorted(str(key) for key in raw if key not in known)
+    if unknown:
+        raise ConfigError(f"{path or 'the configuration'}: unknown key{'s' if len(unknown) > 1 else ''} "
+                          f"{', '.join(repr(key) for key in unknown)} in {where} (known: {', '.join(sorted(known))})")
+
+
+def _int(where: str, value: Any, default: int, minimum: int = 0) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 2**63:
+        raise ConfigError(f"{where} must be a whole number of at least {minimum}, not {value!r}")
+    return value
+
+
+def _number(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9:
+        raise ConfigError(f"{where} must be a positive number, not {value!r}")
+    return float(value)
+
+
+def _text(where: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{where} must be a string, not {value!r}")
+    return value
+
+
+def _mapping(where: str, value: Any) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ConfigError(f"{where} must map names to strings, not {value!r}")
+    return dict(value)
 
 
 def config_from_dict(raw: Mapping[str, Any], path: Path | None = None) -> CrawlConfig:
     if not isinstance(raw, Mapping):
         raise ConfigError("the sources file must be a mapping with a 'sources' list")
+    _refuse_unknown("the top level", raw, TOP_LEVEL_KEYS, path)
+    platforms = raw.get("platforms") or {}
+    if not isinstance(platforms, Mapping):
+        raise ConfigError("'platforms' must map platform names to their settings")
+    unknown_platforms = sorted(str(name) for name in platforms if name not in PLATFORMS)
+    if unknown_platforms:
+        raise ConfigError(f"{path or 'the configuration'}: unknown platform(s) {', '.join(unknown_platforms)} "
+                          f"under 'platforms' (known: {', '.join(PLATFORMS)})")
     base = path.parent.resolve() if path else Path.cwd()
     home = home_dir()
-    store_root = _resolve(raw.get("store"), base) or home / "store"
-    ledger_url = os.environ.get(LEDGER_ENV) or raw.get("ledger_url") or f"sqlite:///{home / 'ledger.db'}"
+    store_root = _resolve(_text("store", raw.get("store")), base) or home / "store"
+    ledger_url = os.environ.get(LEDGER_ENV) or _text("ledger_url", raw.get("ledger_url")) or f"sqlite:///{home / 'ledger.db'}"
     return CrawlConfig(
         sources=tuple(_parse_sources(raw.get("sources") or [])),
-        platforms={name: _platform_settings(name, raw.get("platforms", {}).get(name) or {}) for name in PLATFORMS},
+        platforms={name: _platform_settings(name, platforms.get(name) or {}, path) for name in PLATFORMS},
         store_root=store_root,
         ledger_url=ledger_url,
         allow_hosts=_host_entries("allow_hosts", raw.get("allow_hosts")),
-        workers=int(raw.get("workers", 1)),
-        max_item_bytes=int(raw.get("max_item_bytes", 2 * 1024**3)),
-        min_free_bytes=int(raw.get("min_free_bytes", 512 * 1024**2)),
+        workers=_int("workers", raw.get("workers"), 1, minimum=1),
+        max_item_bytes=_int("max_item_bytes", raw.get("max_item_bytes"), 2 * 1024**3, minimum=1),
+        min_free_bytes=_int("min_free_bytes", raw.get("min_free_bytes"), 512 * 1024**2),
         path=path,
         raw=dict(raw),
     )
@@ -152,15 +207,33 @@ def _flag(platform: str, key: str, value: Any) -> bool:
     return value
 
 
-def _platform_settings(name: str, raw: Mapping[str, Any]) -> PlatformSettings:
-    known = {"api_base", "extra_api_bases", "media_hosts", "max_height", "codec_order", "credential_env", "mux"}
+def _platform_settings(name: str, raw: Mapping[str, Any], path: Path | None = None) -> PlatformSettings:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"platforms.{name} must be a mapping of settings")
+    _refuse_unknown(f"platforms.{name}", raw, PLATFORM_KEYS, path)
+    where = f"platforms.{name}"
+    options = {key: value for key, value in raw.items() if key in ("rate", "burst", "max_pages", "allow_unknown_formats")}
+    for key in ("rate", "burst"):
+        if key in options:
+            options[key] = _number(f"{where}.{key}", options[key])
+    if "max_pages" in options:
+        options["max_pages"] = _int(f"{where}.max_pages", options["max_pages"], 0, minimum=1)
+    if "allow_unknown_formats" in options:
+        _flag(name, "allow_unknown_formats", options["allow_unknown_formats"])
+    codec_order = raw.get("codec_order") or ("avc", "hevc", "av1")
+    if not isinstance(codec_order, (list, tuple)) or not all(isinstance(c, str) for c in codec_order):
+        raise ConfigError(f"{where}.codec_order must be a list such as [avc, hevc, av1]")
+    for base_name, base in (("api_base", raw.get("api_base")), *(
+            (f"extra_api_bases.{k}", v) for k, v in _mapping(f"{where}.extra_api_bases", raw.get("extra_api_bases")).items())):
+        if base is not None:
+            _host_entries(f"{where}.{base_name}", [_text(f"{where}.{base_name}", base)])
     return PlatformSettings(
-        api_base=raw.get("api_base"),
-        extra_api_bases=dict(raw.get("extra_api_bases") or {}),
-        media_hosts=_host_entries(f"platforms.{name}.media_hosts", raw.get("media_hosts")),
-        max_height=int(raw.get("max_height", 1080)),
-        codec_order=tuple(raw.get("codec_order") or ("avc", "hevc", "av1")),
-        credential_env=dict(raw.get("credential_env") or {}),
+        api_base=_text(f"{where}.api_base", raw.get("api_base")),
+        extra_api_bases=_mapping(f"{where}.extra_api_bases", raw.get("extra_api_bases")),
+        media_hosts=_host_entries(f"{where}.media_hosts", raw.get("media_hosts")),
+        max_height=_int(f"{where}.max_height", raw.get("max_height"), 1080, minimum=1),
+        codec_order=tuple(codec_order),
+        credential_env=_mapping(f"{where}.credential_env", raw.get("credential_env")),
         mux=_flag(name, "mux", raw.get("mux", True)),
-        options={key: value for key, value in raw.items() if key not in known},
+        options=options,
     )

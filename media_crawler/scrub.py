@@ -117,7 +117,12 @@ def mask_secrets(text: str, extra: Iterable[str | None] = ()) -> str:
 
 
 def scrub_url(url: str, extra: Iterable[str | None] = ()) -> str:
-    """`url` without secret query parameters or userinfo, secret values masked; safe to log."""
+    """`url` without secret query parameters or userinfo, secret values masked; safe to log.
+
+    Secrets are masked in the URL as written *and* in each decoded query value before
+    the query is encoded again: re-encoding spells a value differently (`,` for `%2C`,
+    `%3D` for `=`), and a spelling nobody registered would slip past the last mask."""
+    url = mask_secrets(url, extra)
     if "?" in url or "@" in url:
         try:
             parts = urlsplit(url)
@@ -127,8 +132,9 @@ def scrub_url(url: str, extra: Iterable[str | None] = ()) -> str:
         else:
             query = ""
             if parts.query:
-                kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not is_secret_param(k)]
-                query = urlencode(kept, safe="/:,")
+                kept = [(k, mask_secrets(v, extra)) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                        if not is_secret_param(k)]
+                query = urlencode(kept, safe="/:,*")
             url = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     return mask_secrets(url, extra)
 

@@ -8,6 +8,7 @@ and the ranges below are refused by name whatever the table says.
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 from typing import Union
 
@@ -60,6 +61,7 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | Non
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def is_internal_address(address: Address) -> bool:
     """True for any address that is not plainly a public unicast one."""
     if isinstance(address, ipaddress.IPv6Address):

@@ -10,6 +10,7 @@ host the policy checked is the host the connection dials.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from urllib.parse import urljoin
@@ -26,6 +27,10 @@ _LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
 _NUMERIC_PART = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)$")
 _CANONICAL_V4 = re.compile(r"^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_AUTHORITY_END = re.compile(r"[/?#]")
+_SUSPECT_AUTHORITY = re.compile(r"[@\\%\s]")
+# A path and query of characters requote_uri leaves as they are (no `%`, nothing to quote).
+_PLAIN_TAIL = re.compile(r"^[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]*$")
 
 
 @dataclass(frozen=True)
@@ -83,32 +88,41 @@ def parse_target(url: object) -> Target:
     if not rest.startswith("//"):
         raise refuse("URL has no host")
     rest = rest[2:]
-    end = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
-    authority, tail = rest[:end], rest[end:]
-    host, port, explicit_port = _split_authority(authority, scheme)
-    address = parse_address(host)
+    end = _AUTHORITY_END.search(rest)
+    authority, tail = (rest[:end.start()], rest[end.start():]) if end else (rest, "")
+    host, port, explicit_port, address = _authority(authority, scheme)
     tail = tail.split("#", 1)[0]  # a fragment is never sent
     if not tail.startswith("/"):
         tail = "/" + tail
-    try:
-        tail = requote_uri(tail)
-    except Exception:  # requests raises InvalidURL for a broken escape
-        raise refuse("URL path holds a broken percent escape") from None
+    if not _PLAIN_TAIL.match(tail):  # the usual path needs no requoting: skip its cost
+        try:
+            tail = requote_uri(tail)
+        except Exception:  # requests raises InvalidURL for a broken escape
+            raise refuse("URL path holds a broken percent escape") from None
     shown_host = f"[{host}]" if address is not None and address.version == 6 else host
     port_text = f":{port}" if explicit_port else ""
     return Target(f"{scheme}://{shown_host}{port_text}{tail}", scheme, host, port, address)
 
 
+@functools.lru_cache(maxsize=4096)
+def _authority(authority: str, scheme: str) -> tuple[str, int, bool, Address | None]:
+    """(host, port, whether the port is written, the host's address if it is one); hosts
+    repeat across a crawl's URLs, so the parse is cached. A refusal is not cached: it
+    raises, and lru_cache keeps nothing then."""
+    host, port, explicit_port = _split_authority(authority, scheme)
+    return host, port, explicit_port, parse_address(host)
+
+
 def _split_authority(authority: str, scheme: str) -> tuple[str, int, bool]:
     if not authority:
         raise refuse("URL has no host")
-    if "@" in authority:
-        raise refuse("URL carries userinfo (user:password@)")
-    if "\\" in authority:
-        raise refuse("URL host holds a backslash")
-    if "%" in authority:
-        raise refuse("URL host is percent-encoded")
-    if any(c.isspace() for c in authority):
+    if _SUSPECT_AUTHORITY.search(authority):
+        if "@" in authority:
+            raise refuse("URL carries userinfo (user:password@)")
+        if "\\" in authority:
+            raise refuse("URL host holds a backslash")
+        if "%" in authority:
+            raise refuse("URL host is percent-encoded")
         raise refuse("URL host holds white space")
     if authority.startswith("["):
         close = authority.find("]")

@@ -8,7 +8,8 @@ deterministic world derived from a seed (DESIGN.md, "The built-in simulator").
 
 CLI: `media-crawler sim` is wired to `add_arguments(parser)` and `run(args) -> int`.
 Layout: content/ (the world's data), api/ (answers per platform + media + test hooks),
-media.py (bytes), cdn.py (signed URLs, Referer), faults.py, ranges.py, server.py.
+media.py (bytes), cdn.py (signed URLs, Referer), faults.py, ranges.py, server.py,
+echo.py (the hostile profile that echoes credentials back; off unless asked for).
 """
 from media_crawler.sim.server import Simulator, add_arguments, main, run
 

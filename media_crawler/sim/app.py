@@ -14,6 +14,7 @@ from media_crawler.sim.api.urls import UrlFeedsApi
 from media_crawler.sim.api.weibo_ajax import WeiboAjaxApi
 from media_crawler.sim.api.weibo_mobile import WeiboMobileApi
 from media_crawler.sim.cdn import DEFAULT_URL_LIFETIME_S, CdnRules
+from media_crawler.sim.echo import ECHOING_PREFIXES, EchoProfile
 from media_crawler.sim.exchange import Request, Response, json_response, not_found
 from media_crawler.sim.stats import RequestStats
 from media_crawler.sim.world import DEMO_SOURCES, World
@@ -28,8 +29,10 @@ class SimulatorApp:
         fault_rate: float = 0.0,
         media_latency_ms: float = 0.0,
         clock: Callable[[], float] | None = None,
+        echo_secrets: bool = False,
     ) -> None:
         self.world = world
+        self.echo = EchoProfile(echo_secrets)  # the hostile profile (sim/echo.py), off by default
         self.base_url = "http://127.0.0.1"  # the server sets the real one once bound
         self.cdn = CdnRules(world.seeded.secret("cdn"), url_lifetime_s, clock or time.time)
         self.fault_book = world.fault_book(fault_rate)
@@ -41,13 +44,20 @@ class SimulatorApp:
             FacebookApi(world, self.cdn),
             UrlFeedsApi(world),
             MediaFiles(world, self.cdn, self.fault_book, media_latency_ms),
-            ControlApi(world, self.stats, self.fault_book),
+            ControlApi(world, self.stats, self.fault_book, self.echo),
         )
 
     def dispatch(self, request: Request) -> Response:
+        raw = request
+        if self.echo.enabled:
+            request = self.echo.clean(request)  # the echoes it sent earlier, taken out again
         for api in self.apis:
             # "/weibo-m/..." must not match "/weibo": compare whole path segments.
             if request.path == api.prefix or request.path.startswith(api.prefix + "/"):
+                if self.echo.enabled and api.prefix in ECHOING_PREFIXES:
+                    return self.echo.answer(raw, api.prefix, _subpath_handler(api))
+                if self.echo.enabled and api.prefix == MediaFiles.prefix:
+                    return self.echo.media_answer(raw, _subpath_handler(api))
                 return api.handle(request, request.path[len(api.prefix) :])
         if request.path == "/":
             return json_response({
@@ -57,3 +67,7 @@ class SimulatorApp:
                 "truth": request.base_url + "/_sim/truth",
             })
         return not_found(request.path)
+
+
+def _subpath_handler(api: Api) -> Callable[[Request], Response]:
+    return lambda request: api.handle(request, request.path[len(api.prefix) :])

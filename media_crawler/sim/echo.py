@@ -16,10 +16,14 @@ URL-decoded and in base64 (standard and URL-safe), in:
   URL with the value in its query, plus `X-Echo*` and `Set-Cookie` headers;
 - successful bodies: titles, descriptions, texts, names; ids (`bvid`, Facebook
   `target.id`, Weibo `pid`); cursors (`since_id`, Graph `cursors`); `next` /
-  `previous` links and page URLs; and every media URL, which gets the value as a
-  query parameter, a path segment, a fragment or userinfo
+  `previous` links and page URLs (`echo<i>=<value as is>&echo<i>e=<a form,
+  URL-encoded>`); URL-list items get a title and the feed a second page; and every
+  media URL gets the value as query parameters, a path segment
+  (`/_echo/<form>/_echo_end/media/...`), a fragment or userinfo
   (`http://echo:<value>@127.0.0.1:PORT/...`, which a careful client refuses);
-- headers of every answer (`X-Echo`, `X-Echo-Raw`, `Set-Cookie`).
+- headers of every API answer (`X-Echo` base64, `X-Echo-Raw`, `X-Echo-Encoded`,
+  `Set-Cookie: echo_<api>=<base64url>`), and of media answers when the download
+  carried a credential (it should not).
 
 The echoes must not break the simulator itself, so inbound requests are cleaned
 first (`clean`): `echo*` query parameters go, values lose their `~e~...` tail
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import threading
 from collections import Counter
@@ -86,7 +91,8 @@ def credentials_of(request: Request) -> list[str]:
     carried_secret_cookie = False
     for part in cookie.split(";"):
         name, sep, value = part.strip().partition("=")
-        if sep and value and name not in NOT_CREDENTIAL_COOKIES:
+        # echo_* cookies are this profile's own Set-Cookie coming back, not the caller's.
+        if sep and value and name not in NOT_CREDENTIAL_COOKIES and not name.startswith("echo_"):
             found.append(value)
             carried_secret_cookie = True
     if carried_secret_cookie:
@@ -170,7 +176,7 @@ class EchoProfile:
 
     # --- answers -----------------------------------------------------------------
 
-    def answer(self, raw: Request, prefix: str, subpath: str, handle: Callable[[Request], Response]) -> Response:
+    def answer(self, raw: Request, prefix: str, handle: Callable[[Request], Response]) -> Response:
         """The hostile answer to an API request (`raw`, as it arrived)."""
         request = self.clean(raw)
         values = credentials_of(raw)
@@ -188,7 +194,7 @@ class EchoProfile:
             response = self._redirect(raw, values)
         else:
             self._note(values, "body")
-            response = self._echo_body(request, handle(request), values)
+            response = self._echo_body(raw, prefix, handle(request), values)
         self._echo_headers(response, values, prefix)
         return response
 
@@ -211,25 +217,39 @@ class EchoProfile:
         return Response(302, body, {"Location": location, "Content-Type": JSON_TYPE})
 
     @staticmethod
+    def _paged_feed(raw: Request, payload: dict) -> dict:
+        """URL-list feeds: a title on every item, and a `next` page (the same items
+        again) on the first page only; the walk then puts echoes into both."""
+        items = [dict(item, title=item.get("title") or f"sim item {index}") if isinstance(item, dict) else item
+                 for index, item in enumerate(payload["items"])]
+        payload = dict(payload, items=items)
+        if not any(key == "echo_page" for key, _ in raw.pairs):
+            # The feed's own query (a signed feed keeps its credentials) and the page.
+            kept = [(key, value) for key, value in raw.pairs if not key.lower().startswith("echo")]
+            payload["next"] = f"{raw.path}?{urlencode(kept + [('echo_page', '2')])}"
+        return payload
+
+    @staticmethod
     def _echo_headers(response: Response, values: list[str], prefix: str) -> None:
         first = values[0]
         response.headers["X-Echo"] = forms(first)["base64"]
         response.headers["X-Echo-Raw"] = _header_safe(first)
         response.headers["X-Echo-Encoded"] = forms(first)["urlencoded"]
-        name = {"/bilibili": "SESSDATA", "/weibo-m": "SUB", "/weibo": "SUBP"}.get(prefix, "echo_token")
-        # A cookie value holds no `,` `;` or white space: the URL-safe base64 form.
+        # A cookie value holds no `,` `;` or white space: the URL-safe base64 form. The
+        # echo_ name keeps it out of what the profile counts as the caller's credentials.
+        name = "echo_" + prefix.strip("/").replace("-", "_")
         response.headers["Set-Cookie"] = f"{name}={forms(first)['base64url']}; Path=/; HttpOnly"
 
-    def _echo_body(self, request: Request, response: Response, values: list[str]) -> Response:
+    def _echo_body(self, raw: Request, prefix: str, response: Response, values: list[str]) -> Response:
         if not response.headers.get("Content-Type", "").startswith("application/json") or not response.body:
             return response
-        import json
-
         try:
             payload = json.loads(response.body)
         except ValueError:  # a fault answer cut on purpose: leave it cut
             return response
-        echoer = _BodyEchoer(request.base_url, values)
+        echoer = _BodyEchoer(raw.base_url, values)
+        if prefix == "/urls" and isinstance(payload, dict) and isinstance(payload.get("items"), list):
+            payload = self._paged_feed(raw, payload)
         payload = echoer.walk(payload, "")
         if isinstance(payload, dict):
             payload["_echo"] = {name: [forms(value)[name] for value in values] for name in FORM_NAMES}
@@ -285,11 +305,19 @@ class _BodyEchoer:
         value, name = self._next()
         return f"{text}{MARK}{forms(value)[name]}"
 
+    def query(self) -> str:
+        """Echo parameters for every value: `echo<i>=` the value as is (a raw `%2C`
+        reads as `,` once decoded) and `echo<i>e=` one of its forms URL-encoded."""
+        params = []
+        for index, value in enumerate(self.values):
+            _, name = self._next()
+            params.append(f"echo{index}={value}&echo{index}e={quote(forms(value)[name], safe='')}")
+        return "&".join(params)
+
     def link(self, url: str) -> str:
-        value, name = self._next()
         base, _, fragment = url.partition("#")
         joiner = "&" if "?" in base else "?"
-        linked = f"{base}{joiner}echo={quote(forms(value)[name], safe='')}"
+        linked = f"{base}{joiner}{self.query()}"
         return f"{linked}#{fragment}" if fragment else linked
 
     def media_url(self, url: str, key: str) -> str:
@@ -299,9 +327,8 @@ class _BodyEchoer:
         value, name = self._next()
         form = forms(value)[name]
         choice = _stable(f"{split.path}|{key}") % 8
-        if choice in (0, 1):  # query parameter: the form as is, then URL-encoded
-            extra = f"echo={form}" if choice == 0 else f"echo={quote(form, safe='')}"
-            return url + ("&" if split.query else "?") + extra
+        if choice in (0, 1):  # query parameters, every value as is and in one encoding
+            return url + ("&" if split.query else "?") + self.query()
         if choice in (2, 3):  # path segment, right after the origin
             segment = forms(value)["base64url"] if choice == 2 else quote(form, safe="")
             return f"{self.base_url}{PATH_START}{segment}{PATH_END}{url[len(self.base_url):]}"

@@ -60,7 +60,8 @@ class _Handler(BaseHTTPRequestHandler):
             response = app.dispatch(request)
         except Exception:  # a simulator bug must show up in the test, not kill the thread
             response = text_response(500, "simulator error\n" + traceback.format_exc())
-        app.stats.record(request.path, response.status, self._write(response))
+        recorded = app.echo.clean(request).path if app.echo.enabled else request.path  # stats name real paths
+        app.stats.record(recorded, response.status, self._write(response))
 
     def _write(self, response: Response) -> int:
         """Send the response; returns the body bytes actually sent."""
@@ -105,12 +106,15 @@ class Simulator:
         fault_rate: float = 0.0,
         url_lifetime_s: float = DEFAULT_URL_LIFETIME_S,
         clock: Callable[[], float] | None = None,
+        echo_secrets: bool = False,
     ) -> None:
         """`clock` (unix seconds) drives URL signing and expiry: tests pass a fixed one
-        to get byte-identical answers or to jump past a URL's lifetime."""
+        to get byte-identical answers or to jump past a URL's lifetime. `echo_secrets`
+        turns on the hostile profile that sends credentials back (sim/echo.py)."""
         self.world = World(seed, end_date, days)
         self.app = SimulatorApp(
-            self.world, url_lifetime_s=url_lifetime_s, fault_rate=fault_rate, media_latency_ms=media_latency_ms, clock=clock
+            self.world, url_lifetime_s=url_lifetime_s, fault_rate=fault_rate, media_latency_ms=media_latency_ms, clock=clock,
+            echo_secrets=echo_secrets,
         )
         self._requested_port = port
         self._server: _Server | None = None
@@ -154,6 +158,10 @@ class Simulator:
     def base_url(self) -> str:
         return f"http://{HOST}:{self.port}"
 
+    def echoed_credentials(self) -> list[str]:
+        """The credential values the echo profile saw in requests (in-process only)."""
+        return self.app.echo.seen()
+
     def truth(self) -> dict:
         """What GET /_sim/truth answers, without the HTTP round trip."""
         return truth(self.world, self.base_url, self.app.fault_book)
@@ -175,6 +183,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--url-lifetime", type=float, default=DEFAULT_URL_LIFETIME_S, help="seconds a signed media URL stays valid"
     )
+    parser.add_argument(
+        "--echo-secrets", action="store_true",
+        help="hostile profile: every API answer echoes the credentials its request carried (sim/echo.py)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -183,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         simulator = Simulator(
             args.seed, args.end_date, args.days, args.port,
             media_latency_ms=args.media_latency_ms, fault_rate=args.fault_rate, url_lifetime_s=args.url_lifetime,
+            echo_secrets=getattr(args, "echo_secrets", False),
         )
     except ValueError as error:  # --days 0, --fault-rate 2, ...
         print(f"media-crawler sim: {error}", file=sys.stderr)

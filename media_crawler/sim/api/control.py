@@ -9,10 +9,13 @@
   the counters and the per-URL fault attempts (so "fails once" fails once again).
 - POST /_sim/faults?platform=weibo&status=500: every media request of that platform
   answers 500 until POST /_sim/faults?platform=weibo&status=0; GET /_sim/faults lists them.
+- POST /_sim/echo?on=1 (or 0): the hostile echo profile (sim/echo.py) on or off; GET
+  /_sim/echo says whether it is on and how many answers echoed (never the values).
 """
 from __future__ import annotations
 
 from media_crawler.sim.catalog import ALTERNATE, FAULT, PICK, MediaFile
+from media_crawler.sim.echo import EchoProfile
 from media_crawler.sim.exchange import Request, Response, json_response, not_found
 from media_crawler.sim.faults import FaultBook
 from media_crawler.sim.stats import RequestStats
@@ -22,8 +25,9 @@ from media_crawler.sim.world import DEMO_SOURCES, FAULT_SOURCES, World
 class ControlApi:
     prefix = "/_sim"
 
-    def __init__(self, world: World, stats: RequestStats, fault_book: FaultBook) -> None:
+    def __init__(self, world: World, stats: RequestStats, fault_book: FaultBook, echo: EchoProfile | None = None) -> None:
         self.world, self.stats, self.fault_book = world, stats, fault_book
+        self.echo = echo if echo is not None else EchoProfile()
 
     def handle(self, request: Request, subpath: str) -> Response:
         if subpath == "/truth" and request.method in ("GET", "HEAD"):
@@ -41,6 +45,14 @@ class ControlApi:
             return json_response({"outages": self.fault_book.outages()})
         if subpath == "/faults" and request.method in ("GET", "HEAD"):
             return json_response({"outages": self.fault_book.outages()})
+        if subpath == "/echo" and request.method == "POST":
+            on = request.param("on")
+            if on not in ("0", "1"):
+                return json_response({"error": "want ?on=1 or ?on=0"}, status=400)
+            self.echo.enabled = on == "1"
+            return json_response(self.echo.status())
+        if subpath == "/echo" and request.method in ("GET", "HEAD"):
+            return json_response(self.echo.status())
         if subpath == "/stats/reset" and request.method == "POST":
             self.reset()
             return json_response({"reset": True})
@@ -49,6 +61,7 @@ class ControlApi:
     def reset(self) -> None:
         self.stats.reset()
         self.fault_book.reset()
+        self.echo.reset()  # the echo's "first request of a route" errors come again
 
 
 def truth(world: World, base_url: str, fault_book: FaultBook) -> dict:

@@ -1,0 +1,82 @@
+"""Bad configuration and bad input reach the user as one JSON line on stderr with an error class
+(exit 2 for usage or configuration, 1 for data), never a traceback; unknown keys are refused by name."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from media_crawler.config import ConfigError, config_from_dict, load_config
+
+MEDIA_BIN = Path(sys.executable).with_name("media-crawler")
+
+
+def write(tmp_path, text: str) -> Path:
+    path = tmp_path / "sources.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("ledger: sqlite:///x.db\nsources: []\n", "'ledger'"),
+    ("sources: []\nplatforms:\n  bilibili: {max_heigth: 720}\n", "'max_heigth'"),
+    ("sources: []\nplatforms:\n  myspace: {}\n", "myspace"),
+    ("sources: []\nworkers: two\n", "workers"),
+    ("sources: []\nworkers: 0\n", "workers"),
+    ("sources: []\nmax_item_bytes: 1e400\n", "max_item_bytes"),
+    ("sources: []\nallow_hosts: [\"http://a\\\\@b/\"]\n", "allow_hosts"),
+    ("sources: []\nplatforms:\n  weibo: {rate: .nan}\n", "rate"),
+    ("sources: []\nplatforms:\n  facebook: {credential_env: [FB_ACCESS_TOKEN]}\n", "credential_env"),
+    ("sources: []\nplatforms:\n  urls: {allow_unknown_formats: 'yes'}\n", "allow_unknown_formats"),
+    ("sources: []\nplatforms:\n  bilibili: {api_base: 'gopher://x/'}\n", "api_base"),
+    ("sources: [[1, 2]]\n", "source entry"),
+    ("- just\n- a list\n", "mapping"),
+    ("sources: [\n", "not valid YAML"),
+])
+def test_a_bad_configuration_is_refused_naming_what_is_wrong(tmp_path, text, named):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert named in str(caught.value)
+
+
+def test_an_unknown_key_names_the_file_too(tmp_path):
+    path = write(tmp_path, "ledger: x\nsources: []\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(path) in str(caught.value)
+
+
+def test_a_valid_configuration_still_loads():
+    config = config_from_dict({"sources": [{"bilibili": "user 1"}], "workers": 2, "allow_hosts": ["nas.local:8080"],
+                               "platforms": {"urls": {"rate": 2, "burst": 4, "allow_unknown_formats": True}}})
+    assert config.workers == 2 and config.settings_for("urls").options["rate"] == 2.0
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(MEDIA_BIN), *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+@pytest.mark.parametrize("args", [
+    ("crawl", "--config", "missing.yaml", "--day", "2026-11-25"),
+    ("export", "--config", "missing.yaml"),
+    ("crawl", "--config", "bad.yaml", "--day", "2026-11-25"),
+])
+def test_commands_report_a_bad_configuration_as_one_json_line_and_exit_2(tmp_path, args):
+    (tmp_path / "bad.yaml").write_text("ledger: x\nsources: []\n")
+    result = run(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    line = json.loads(result.stderr.strip().splitlines()[-1])
+    assert line["error_class"] == "config_error" and line["command"] == args[0]
+
+
+def test_normalize_of_a_broken_file_is_a_classified_line_not_a_traceback(tmp_path):
+    broken = tmp_path / "answer.json"
+    broken.write_text('{"code": 0, "data": {"list": {"vlist": [' + "[" * 5000)
+    result = run("normalize", "bilibili", str(broken), cwd=tmp_path)
+    assert result.returncode in (1, 2)
+    assert "Traceback" not in result.stderr + result.stdout
