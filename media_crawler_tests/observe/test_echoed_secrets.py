@@ -44,6 +44,7 @@ class Run:
     stderr: str
     returncode: int
     ledger: Path
+    config: Path | None = None
 
     def ledger_rows(self, sql: str) -> list[tuple]:
         with sqlite3.connect(self.ledger) as conn:
@@ -88,7 +89,7 @@ def echo_crawl(tmp_path_factory, canary_environment):
         env = _environment(home, DAGSTER_HOME=str(dagster_home), MEDIA_CRAWLER_CONFIG=str(config_path))
         command = [str(CLI), "crawl", "--config", str(config_path)] + [arg for day in days for arg in ("--day", day)]
         done = subprocess.run(command, env=env, cwd=home, capture_output=True, text=True, timeout=TIMEOUT_S)
-        yield Run(home, sim, done.stdout, done.stderr, done.returncode, home / "ledger.db")
+        yield Run(home, sim, done.stdout, done.stderr, done.returncode, home / "ledger.db", config_path)
 
 
 @pytest.fixture(scope="module")
@@ -204,3 +205,18 @@ def test_no_canary_on_the_output(run_name, stream, request):
     run = request.getfixturevalue(run_name)
     leaks = leaks_in_text(getattr(run, stream), f"{stream} of {run_name}")
     assert not leaks, report(leaks)
+
+
+@pytest.mark.parametrize("report_args", [("failures", "--since", "7d"), ("failures", "--since", "7d", "--json"),
+                                         ("status", "--json"), ("export",)])
+def test_no_canary_in_the_reports_read_from_the_echoed_ledger(echo_crawl, report_args):
+    """`failures` (text and JSON), `status` and `export` print what the ledger holds: still no canary."""
+    env = _environment(echo_crawl.home, DAGSTER_HOME=str(echo_crawl.home / "dagster_home"),
+                       MEDIA_CRAWLER_CONFIG=str(echo_crawl.config))
+    args = [*report_args, *(["--config", str(echo_crawl.config)] if report_args[0] == "export" else [])]
+    done = subprocess.run([str(CLI), *args], env=env, cwd=echo_crawl.home, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr[-2000:]
+    leaks = leaks_in_text(done.stdout + done.stderr, " ".join(report_args))
+    assert not leaks, report(leaks)
+    assert len(done.stdout.strip().splitlines()) >= (3 if report_args[0] == "export" else 1), done.stdout[:500]
