@@ -3,7 +3,9 @@
 SQLite databases through the sqlite3 backup API, PostgreSQL through pg_dump,
 blobs checked against their names while copied (recovery/backup.py explains
 the order that makes a backup of a running crawl restorable). A second backup
-into the same folder copies only new blobs. docs/RECOVERY.md has the drill.
+into the same folder copies only new blobs. The manifest records the ledger's
+schema version, the media-crawler and Dagster versions, and the names of the
+credential variables the crawl reads. docs/RECOVERY.md has the drill.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from media_crawler.recovery.backup import backup
+    from media_crawler.recovery.backup import backup, required_credentials
 
     config = load_config(args.config)
     manifest = backup(config, Path(args.dagster_home) if args.dagster_home else None, args.to)
@@ -32,6 +34,10 @@ def run(args: argparse.Namespace) -> int:
           f"{blobs['copied']} new blobs ({blobs['bytes'] / 1e6:.1f} MB), {blobs['already_there']} already there, "
           f"{manifest.leases_held} lease(s) held at snapshot time; "
           f"{manifest.finished_at - manifest.started_at:.1f} s", file=sys.stderr)
+    print(f"written by media-crawler {manifest.media_crawler_version or 'unknown'}, "
+          f"dagster {manifest.dagster_version}; "
+          f"ledger schema version {manifest.ledger_schema_version}; the restored crawl reads credentials from: "
+          f"{', '.join(required_credentials(manifest.credentials)) or 'none'} (names only)", file=sys.stderr)
     if blobs["corrupt"]:
         print(f"{len(blobs['corrupt'])} blob(s) in the store do not match their names and were NOT backed up; "
               "run `media-crawler reconcile --verify-hashes --repair`", file=sys.stderr)

@@ -26,6 +26,7 @@ from media_crawler.http import Timeouts
 from media_crawler.models import DayWindow, Source
 from media_crawler.observe.events import correlation, current_correlation, log_item
 from media_crawler.observe.progress import LogSink, Progress
+from media_crawler.observe.waits import halted_values, retry_values
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scheduling import SizeAwareOrder
@@ -33,6 +34,7 @@ from media_crawler.recovery.crashpoints import AFTER_CLAIM, AFTER_DOWNLOAD_LEDGE
 from media_crawler.recovery.leases import LeaseHeartbeat, release_dead_leases
 from media_crawler.recovery.liveness import lease_owner
 from media_crawler.recovery.outage import OutageBreaker
+from media_crawler.recovery.staging import remove_committed_staging
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, Ledger, Task
 
 LEASE_S = 120.0
@@ -94,6 +96,10 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
         owner=owner, lease_s=LEASE_S, run_id=run_id, ignore_backoff=ignore_backoff, shard=shard,
     )
     crash_point(AFTER_CLAIM)
+    # A kill between the store's link and the unlink of the staging name leaves a .part
+    # that is a second name of a committed blob: drop those before any download can write
+    # into one (recovery/staging.py). After the claim: a row we now hold is linked by no one else.
+    remove_committed_staging(runtime.store, runtime.ledger)
     report.extra["items_claimed"] = len(tasks)
     halted: dict[str, CrawlError] = {}
     breaker = OutageBreaker()
@@ -176,6 +182,8 @@ def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: d
         return ItemOutcome(task, None, halted[task.platform], task.attempts, started, 0.0)
     if task.expected_sha256 and runtime.store.has(task.expected_sha256):
         # Dedup before download: the feed told us the hash and we hold those bytes.
+        with contextlib.suppress(OSError):  # a .part of ours (we hold the row) is useless now
+            runtime.store.staging_path(task.staging_name).unlink(missing_ok=True)
         return ItemOutcome(task, None, None, task.attempts, started, 0.0, already_stored=True)
     if runtime.store.free_bytes() < runtime.config.min_free_bytes:
         error = CrawlError(ErrorClass.DISK_FULL, "free space below min_free_bytes: not admitting downloads")
@@ -258,12 +266,14 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
         log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="deferred",
                  task_id=task.id, attempt=task.attempts, duration_ms=0.0, error_class=error.error_class.value,
                  reason="platform halted in this run")
-        return (task.id, None, {"state": DISCOVERED, "lease_owner": None, "lease_expires_at": None})
+        return (task.id, None, {"state": DISCOVERED, "lease_owner": None, "lease_expires_at": None,
+                                **halted_values(error)})
     retry_at = None
     if error.policy.retryable and item.attempts < MAX_TOTAL_ATTEMPTS:
         delay = policy_for(error.error_class).backoff(item.attempts, error.retry_after)
         retry_at = time.time() + min(CROSS_RUN_BACKOFF_CAP_S, max(delay, 2.0 ** min(item.attempts, 10)))
     values = {**Ledger.failed(error, item.attempts, retry_at), "etag": item.validator}
+    values.update(retry_values(error, values))
     report.add_failure(task.canonical_url, error.error_class.value, error.message, values["state"])
     if values["state"] == "gone":
         report.gone += 1

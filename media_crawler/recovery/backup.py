@@ -14,28 +14,45 @@ one consistent snapshot, and each later copy is newer than the earlier one:
 Leases held at backup time are recorded in the manifest; they are uncertain
 by nature (the holder kept working after the snapshot) and restore treats them
 so. Staging .part files are not backed up: a restore re-downloads those items.
+
+The manifest also says what is needed to use the backup (format 2):
+the ledger's schema version (read from the snapshot itself), the
+media-crawler and Dagster versions that wrote it (restore refuses a backup
+newer than the code that would read it), and the environment variables the
+crawl reads its credentials from: the ones sources.yaml names
+(`credential_env`) and the adapters' defaults, each with whether a
+configured source's platform reads it and whether it was set where the
+backup ran. Names and presence only, never a value.
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from sqlalchemy import create_engine, func, select
+from sqlalchemy import create_engine, func, inspect, select
 
 from media_crawler.config import CrawlConfig
 from media_crawler.recovery.copying import (
     BlobCopy, copy_blobs, copy_tree_of_sqlite, is_postgres, pg_dump, sqlite_copy, sqlite_path,
 )
+from media_crawler.store import schema
 from media_crawler.store.ledger import T
 
 MANIFEST = "manifest.json"
 LEDGER_SQLITE, LEDGER_PGDUMP = "ledger.db", "ledger.pgdump"
 DAGSTER_DIR, DAGSTER_PGDUMP = "dagster_home", "dagster.pgdump"
 STORE_DIR, CONFIG_COPY = "store", "sources.yaml"
-FORMAT = 1
+FORMAT = 2  # 2: versions and credential names
+PROJECT = "media-crawler"
+# The credential each adapter reads: platform -> (credential_env key, default variable),
+# as platforms/<p>/client.py call platforms/headers.py `credential(settings, key, default)`
+# (the defaults are scrub.DEFAULT_CREDENTIAL_ENVS; a test keeps the two in step).
+ADAPTER_CREDENTIALS = {"bilibili": ("sessdata", "BILIBILI_SESSDATA"), "facebook": ("access_token", "FB_ACCESS_TOKEN"),
+                       "weibo": ("cookie", "WEIBO_COOKIE")}
 
 
 @dataclass
@@ -49,16 +66,69 @@ class BackupManifest:
     blobs: dict = field(default_factory=dict)
     leases_held: int = 0  # rows leased at snapshot time: uncertain, restore re-checks them
     config: str | None = None
+    # Format 2: what is needed to read the backup, and to run the restored crawl.
+    ledger_schema_version: int | None = None  # mc_schema_version of the snapshot (None: format 1)
+    media_crawler_version: str | None = None
+    dagster_version: str | None = None
+    credentials: list[dict] = field(default_factory=list)  # credential_records(): names, never values
 
     def write(self, folder: Path) -> None:
         (folder / MANIFEST).write_text(json.dumps(asdict(self), indent=2))
 
     @classmethod
     def read(cls, folder: Path) -> "BackupManifest":
+        """The manifest; fields a newer format added are kept out (restore checks `format` first)."""
         path = folder / MANIFEST
         if not path.is_file():
             raise FileNotFoundError(f"{folder} is not a media-crawler backup (no {MANIFEST})")
-        return cls(**json.loads(path.read_text()))
+        raw = json.loads(path.read_text())
+        known = {item.name for item in fields(cls)}
+        return cls(**{name: value for name, value in raw.items() if name in known})
+
+
+def installed_version(distribution: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
+def credential_records(config: CrawlConfig, environ=os.environ) -> list[dict]:
+    """Every variable the crawl may read a credential from, by name.
+
+    `needed`: a configured source's platform reads it; `named_in_config`:
+    sources.yaml names it (`credential_env`); `set_when_backed_up`: it held a
+    value where this ran (presence only). Restore requires the needed ones that
+    sources.yaml names or that were set: a default variable that was unset
+    (bilibili without SESSDATA) was not used by the crawl that was backed up.
+    """
+    used = {source.platform for source in config.sources}
+    records: dict[str, dict] = {}
+
+    def note(env: str, platform: str, named: bool) -> None:
+        record = records.setdefault(env, {"env": env, "platforms": [], "needed": False, "named_in_config": False,
+                                          "set_when_backed_up": bool(environ.get(env))})
+        if platform not in record["platforms"]:
+            record["platforms"].append(platform)
+        record["needed"] = record["needed"] or platform in used
+        record["named_in_config"] = record["named_in_config"] or named
+
+    for platform, settings in sorted(config.platforms.items()):
+        for _key, env in sorted(settings.credential_env.items()):
+            note(env, platform, named=True)
+        if platform in ADAPTER_CREDENTIALS:
+            key, default = ADAPTER_CREDENTIALS[platform]
+            if key not in settings.credential_env:
+                note(default, platform, named=False)
+    return [records[name] for name in sorted(records)]
+
+
+def required_credentials(records: list[dict]) -> list[str]:
+    """The names a restored crawl needs before dispatch may resume (see credential_records)."""
+    return [record["env"] for record in records
+            if record.get("needed") and (record.get("named_in_config") or record.get("set_when_backed_up"))]
 
 
 def dagster_postgres_url(dagster_home: Path) -> str | None:
@@ -72,7 +142,10 @@ def dagster_postgres_url(dagster_home: Path) -> str | None:
 def backup(config: CrawlConfig, dagster_home: Path | None, dest: Path) -> BackupManifest:
     """Back up into `dest` (created; an earlier backup there is refreshed, blobs incrementally)."""
     dest.mkdir(parents=True, exist_ok=True)
-    manifest = BackupManifest(started_at=time.time())
+    import dagster
+
+    manifest = BackupManifest(started_at=time.time(), media_crawler_version=installed_version(PROJECT),
+                              dagster_version=dagster.__version__, credentials=credential_records(config))
     dagster_url = dagster_postgres_url(dagster_home) if dagster_home else None
     # 1. Dagster's storage.
     if dagster_home is None:
@@ -94,10 +167,12 @@ def backup(config: CrawlConfig, dagster_home: Path | None, dest: Path) -> Backup
         manifest.ledger = "sqlite"
         sqlite_copy(ledger_file, dest / LEDGER_SQLITE)
         manifest.leases_held = _leases_in(f"sqlite:///{dest / LEDGER_SQLITE}")
+        manifest.ledger_schema_version = schema_version_in(f"sqlite:///{dest / LEDGER_SQLITE}")
     elif is_postgres(config.ledger_url):
         manifest.ledger = "postgres"
         pg_dump(config.ledger_url, dest / LEDGER_PGDUMP)
         manifest.leases_held = _leases_in(config.ledger_url)  # approximately: read after the dump
+        manifest.ledger_schema_version = schema_version_in(config.ledger_url)  # after the dump: never older than it
     else:
         raise ValueError(f"cannot back up a ledger at {config.ledger_url.split('://')[0]}://")
     # 3. The store, last.
@@ -129,5 +204,19 @@ def _leases_in(url: str) -> int:
     try:
         with engine.connect() as conn:
             return conn.execute(select(func.count()).where(T.c.lease_owner.is_not(None))).scalar() or 0
+    finally:
+        engine.dispose()
+
+
+def schema_version_in(url: str) -> int | None:
+    """The ledger's schema version (store/schema.py SCHEMA_VERSION when it was last opened), or None."""
+    from media_crawler.store.database import normalize_url
+
+    engine = create_engine(normalize_url(url))
+    try:
+        with engine.connect() as conn:
+            if not inspect(conn).has_table(schema.schema_version.name):
+                return None
+            return conn.execute(select(func.max(schema.schema_version.c.version))).scalar()
     finally:
         engine.dispose()

@@ -11,6 +11,8 @@ What is checked (`kind` of each finding, and what `repair=True` does about it):
 | missing_blob      | committed row whose blob is absent                    | -> discovered (downloaded again)|
 | stranded_row      | downloaded/verified row whose .part is gone           | -> committed if the blob is     |
 |                   |                                                       | stored, else -> discovered      |
+| linked_part       | .part that is a second name of a stored blob (a crash | removed: the blob keeps the     |
+|                   | between the store's link and the unlink)              | bytes (any age, any lease)      |
 | stale_part        | .part no row can use (no row, row finished, or no     | removed                         |
 |                   | validator to resume it with)                          |                                 |
 | resumable_part    | .part of an unfinished row with a resume validator    | kept (information)              |
@@ -24,7 +26,11 @@ Nothing is deleted that cannot be obtained again: blobs are never removed
 `discovered`, from where the pipeline downloads it again. Repairs are
 conditional updates (the row must still be in the state that was observed),
 and .part files younger than `part_grace_s` are left alone, so a reconcile
-beside a running crawl cannot undo the crawl's work.
+beside a running crawl cannot undo the crawl's work (a linked_part is the
+exception: removing a second name of stored bytes loses nothing at any moment).
+
+Each finding's `action` says what repair did ("removed", "-> committed") or,
+in a check without repair, what it would do ("would remove", "would commit").
 """
 from __future__ import annotations
 
@@ -37,6 +43,7 @@ from pathlib import Path
 from sqlalchemy import delete, select, update
 
 from media_crawler.recovery.leases import dead_owners, release_dead_leases
+from media_crawler.recovery.staging import linked_blob
 from media_crawler.store.cas import BlobStore, file_sha256
 from media_crawler.store.ledger import (
     COMMITTED, DISCOVERED, DOWNLOADED, DOWNLOADING, FINISHED_STATES, MUX_VARIANT, VERIFIED, Ledger, T,
@@ -53,7 +60,7 @@ class Finding:
     kind: str
     subject: str  # a path, a task id or a lease owner
     detail: str
-    action: str  # what repair does (or did)
+    action: str  # what repair did ("removed"), or in a check what it would do ("would remove")
 
 
 @dataclass
@@ -73,7 +80,8 @@ class ReconcileReport:
         return Counter(finding.kind for finding in self.findings)
 
     def as_json(self) -> dict:
-        return {"repaired": self.repaired, "blobs_checked": self.blobs_checked, "rows_checked": self.rows_checked,
+        return {"repaired": self.repaired, "dry_run": not self.repaired, "blobs_checked": self.blobs_checked,
+                "rows_checked": self.rows_checked,
                 "parts_checked": self.parts_checked, "hashes_verified": self.hashes_verified,
                 "counts": dict(self.counts()), "problems": len(self.problems),
                 "findings": [asdict(finding) for finding in self.findings]}
@@ -87,6 +95,7 @@ class _Row:
     size: int | None
     etag: str | None
     lease_owner: str | None
+    expected_sha256: str | None = None
 
 
 def _requeue_values(reason: str) -> dict:
@@ -94,6 +103,9 @@ def _requeue_values(reason: str) -> dict:
             "attempts": 0, "next_attempt_at": None, "lease_owner": None, "lease_expires_at": None,
             "error_class": "storage_error", "error_message": f"reconcile: {reason}; queued for download again",
             "updated_at": time.time()}
+
+
+_REQUEUE = ("-> discovered", "would re-queue (-> discovered)")
 
 
 class Reconciler:
@@ -113,14 +125,15 @@ class Reconciler:
         self._parts(rows, dead)
         referenced = {row.sha256 for row in rows.values() if row.sha256} | self._expected_hashes()
         for name in sorted(blobs - referenced):
-            self._note("orphan_blob", name, "no ledger row names this blob", "kept")
+            self._note("orphan_blob", name, "no ledger row names this blob", "kept", "kept")
         return self.report
 
     # -- leases -------------------------------------------------------------------
     def _leases(self) -> list[str]:
         owners = dead_owners(self.ledger, uncertain=self.uncertain_leases)
         for owner in owners:
-            self._note("dead_lease", owner, "holder is gone, or the lease expired", "released; downloads re-queued")
+            self._note("dead_lease", owner, "holder is gone, or the lease expired", "released; downloads re-queued",
+                       "would release; downloads would be re-queued")
         if self.repair and owners:
             release_dead_leases(self.ledger, uncertain=self.uncertain_leases)
         return owners
@@ -130,14 +143,14 @@ class Reconciler:
         with self.ledger.engine.connect() as conn:
             ids = [row[0] for row in conn.execute(select(T.c.id).where(stuck))]
         for task_id in ids:
-            self._note("unleased_download", f"t_{task_id}", "downloading, but nobody holds it", "-> discovered")
+            self._note("unleased_download", f"t_{task_id}", "downloading, but nobody holds it", *_REQUEUE)
         if self.repair and ids:
             with self.ledger.engine.begin() as conn:
                 conn.execute(update(T).where(stuck, T.c.id.in_(ids)).values(state=DISCOVERED, updated_at=time.time()))
 
     # -- rows and blobs -----------------------------------------------------------
     def _rows(self) -> dict[int, _Row]:
-        query = select(T.c.id, T.c.state, T.c.sha256, T.c.size, T.c.etag, T.c.lease_owner)
+        query = select(T.c.id, T.c.state, T.c.sha256, T.c.size, T.c.etag, T.c.lease_owner, T.c.expected_sha256)
         with self.ledger.engine.connect() as conn:
             rows = {row.id: _Row(*row) for row in conn.execute(query)}
         self.report.rows_checked = len(rows)
@@ -166,7 +179,8 @@ class Reconciler:
         return names, corrupt
 
     def _corrupt(self, path: Path, detail: str) -> None:
-        self._note("corrupt_blob", str(path), detail, "quarantined; its rows re-queued")
+        self._note("corrupt_blob", str(path), detail, "quarantined; its rows re-queued",
+                   "would quarantine; its rows would be re-queued")
         if not self.repair:
             return
         target = self.store.root / QUARANTINE / f"{path.name}.{int(time.time())}"
@@ -178,7 +192,7 @@ class Reconciler:
         for row in rows.values():
             if row.state == COMMITTED and row.sha256 not in blobs:
                 self._note("missing_blob", f"t_{row.id}", f"committed as {row.sha256}, not in the store",
-                           "-> discovered")
+                           *_REQUEUE)
                 if self.repair:
                     self._requeue((T.c.id == row.id) & (T.c.state == COMMITTED), "blob missing from the store")
 
@@ -190,14 +204,15 @@ class Reconciler:
                 continue
             observed = (T.c.id == row.id) & (T.c.state == row.state)
             if row.sha256 in good_blobs:
-                self._note("stranded_row", f"t_{row.id}", f"{row.state}, .part gone, blob stored", "-> committed")
+                self._note("stranded_row", f"t_{row.id}", f"{row.state}, .part gone, blob stored", "-> committed",
+                           "would commit (-> committed)")
                 if self.repair:
                     with self.ledger.engine.begin() as conn:
                         conn.execute(update(T).where(observed).values(
                             state=COMMITTED, committed_at=time.time(), lease_owner=None, lease_expires_at=None,
                             error_class=None, error_code=None, error_message=None, updated_at=time.time()))
             else:
-                self._note("stranded_row", f"t_{row.id}", f"{row.state}, .part gone, blob absent", "-> discovered")
+                self._note("stranded_row", f"t_{row.id}", f"{row.state}, .part gone, blob absent", *_REQUEUE)
                 if self.repair:
                     self._requeue(observed, "staged file missing")
 
@@ -208,19 +223,29 @@ class Reconciler:
             self.report.parts_checked += 1
             match = _PART_NAME.match(path.name)
             row = rows.get(int(match.group(1))) if match else None
+            blob = linked_blob(self.store, path, (row.sha256, row.expected_sha256) if row else ())
+            if blob is not None:
+                # Removing a second name of stored bytes loses nothing, whoever holds the row.
+                self._note("linked_part", str(path), f"a second name of the stored blob {blob.name} (a crash "
+                           "between the store's link and the unlink)", "removed", "would remove")
+                if self.repair:
+                    path.unlink(missing_ok=True)
+                continue
             if row is not None and row.lease_owner and row.lease_owner not in dead:
                 continue  # a live worker is writing it
             if row is not None and row.state in (DOWNLOADED, VERIFIED):
                 continue  # the bytes the next stage verifies or commits
             if row is not None and row.state not in FINISHED_STATES and row.etag:
-                self._note("resumable_part", str(path), f"row t_{row.id} is {row.state}; resumable", "kept")
+                self._note("resumable_part", str(path), f"row t_{row.id} is {row.state}; resumable", "kept", "kept")
                 continue
             why = ("no ledger row" if row is None else f"row t_{row.id} is {row.state}" if row.state in FINISHED_STATES
                    else f"row t_{row.id} has no validator to resume with")
             if path.stat().st_mtime > cutoff:
                 continue  # too fresh to judge: a worker may have claimed the row since we read it
-            self._note("stale_part", str(path), why, "removed")
-            if self.repair and not (match and self._leased_now(int(match.group(1)))):
+            if self.repair and match and self._leased_now(int(match.group(1))):
+                continue  # its row was claimed since we read it: the claimer's file now
+            self._note("stale_part", str(path), why, "removed", "would remove")
+            if self.repair:
                 path.unlink(missing_ok=True)
 
     def _leased_now(self, task_id: int) -> bool:
@@ -236,8 +261,9 @@ class Reconciler:
             conn.execute(delete(T).where(condition, T.c.variant == MUX_VARIANT))
             conn.execute(update(T).where(condition, T.c.variant != MUX_VARIANT).values(**_requeue_values(reason)))
 
-    def _note(self, kind: str, subject: str, detail: str, action: str) -> None:
-        self.report.findings.append(Finding(kind, subject, detail, action))
+    def _note(self, kind: str, subject: str, detail: str, done: str, planned: str) -> None:
+        """Record a finding: `done` is what repair did, `planned` what a check without repair would do."""
+        self.report.findings.append(Finding(kind, subject, detail, done if self.repair else planned))
 
 
 def reconcile(ledger: Ledger, store: BlobStore, **options) -> ReconcileReport:

@@ -13,6 +13,7 @@ from media_crawler.recovery.backup import backup
 from media_crawler.recovery.dispatch import instigator_running
 from media_crawler.recovery.restore import restore
 from media_crawler.store.ledger import Ledger
+from media_crawler.store.schema import SCHEMA_VERSION
 from media_crawler_tests.recovery.support import committed_set, store_blobs, write_recovery_config
 
 
@@ -37,6 +38,7 @@ def test_postgres_backup_restores_runs_ledger_and_store_into_a_fresh_database(
 
     manifest = backup(config, dagster_home, tmp_path / "backup")
     assert (manifest.ledger, manifest.dagster) == ("postgres", "shared-with-ledger")
+    assert manifest.ledger_schema_version == SCHEMA_VERSION, "read from the PostgreSQL ledger"
     assert (tmp_path / "backup" / "ledger.pgdump").stat().st_size > 0
 
     summary = restore(tmp_path / "backup", tmp_path / "restored", ledger_url=target)

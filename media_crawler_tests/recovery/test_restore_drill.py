@@ -17,9 +17,11 @@ from media_crawler.config import load_config
 from media_crawler.models import DayWindow
 from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler.recovery.backup import required_credentials
 from media_crawler.recovery.dispatch import code_location_repository, instigator_running
 from media_crawler.recovery.liveness import lease_owner
 from media_crawler.store.ledger import Ledger, T
+from media_crawler.store.schema import SCHEMA_VERSION
 from media_crawler_tests.recovery.support import (
     assert_converged, committed_set, partition_truth, store_blobs, write_recovery_config,
 )
@@ -62,6 +64,8 @@ def test_backup_mid_crawl_restore_elsewhere_paused_then_resume_equals_an_uninter
                          "--dagster-home", str(home_a)]) == 0
         manifest = json.loads((tmp_path / "backup" / "manifest.json").read_text())
         assert manifest["leases_held"] == len(held) and manifest["dagster"] == "sqlite"
+        assert manifest["ledger_schema_version"] == SCHEMA_VERSION and manifest["dagster_version"]
+        assert "FB_ACCESS_TOKEN" in required_credentials(manifest["credentials"])  # set by crawl_home
 
         # The original keeps crawling (its downloading worker died after the backup): the reference result.
         with runtime.ledger.engine.begin() as conn:
@@ -73,6 +77,8 @@ def test_backup_mid_crawl_restore_elsewhere_paused_then_resume_equals_an_uninter
     printed = capsys.readouterr().err
     print(printed)  # the drill's timings: "restored into ... in X s; reconciled in Y s"
     assert "restored into" in printed and "reconciled in" in printed
+    assert "credentials: FB_ACCESS_TOKEN set in this environment" in printed
+    assert "recovery times: copy" in printed and "first successful partition: none yet" in printed
     summary = json.loads((home_c / "restore.json").read_text())
     print(f"restore took {summary['restore_s']:.2f} s, reconcile {summary['reconcile_s']:.2f} s")
     config_c = load_config(home_c / "sources.yaml")
@@ -89,6 +95,11 @@ def test_backup_mid_crawl_restore_elsewhere_paused_then_resume_equals_an_uninter
         reran = capsys.readouterr().err
         assert f"re-ran {AFTER_BACKUP[1]} {AFTER_BACKUP[0]}" in reran and "weibo-678" not in reran, reran
         assert cli_main(["restore", "--resume", "--home", str(home_c)]) == 0
+        resumed = capsys.readouterr().err
+        print(resumed)  # the restore record: copy, pause, reconcile, first successful partition
+        first = json.loads((home_c / "restore.json").read_text())["first_successful_partition"]
+        assert first["partition"] == f"{AFTER_BACKUP[1]}|{AFTER_BACKUP[0]}", "rerun-failed's run, after the restore"
+        assert f"first successful partition: {first['after_restore_began_s']:.1f} s after the restore began" in resumed
         running = instigator_running(instance_c)
         assert {name for name, on in running.items() if on} == set(summary["pause"]["sensors"])
 
