@@ -5,7 +5,8 @@
     ├── transient: retried per item with capped exponential backoff + jitter
     │     network_timeout  connection_reset  http_5xx
     │     rate_limited     (429, Retry-After, Bilibili -412/-352/-799,
-    │                       Weibo 418/432, Facebook 4/17/32/613/80001)
+    │                       Weibo 418/432, Facebook 4/17/32/613/80001 and
+    │                       368, a temporary policy block)
     │                       also slows the platform's shared rate budget
     │     url_expired      (CDN 403 on a signed URL: re-resolve, then retry)
     │
@@ -15,12 +16,13 @@
     │
     ├── permanent: recorded, reported, never retried
     │     not_found        (404/410, Bilibili -404/62002/62004/62012/-403/-10403/-688,
-    │                       Facebook 100/33 and 10/200-299, Weibo tombstones)
+    │                       Facebook 100/33, Weibo tombstones)
     │     too_large        disallowed_url
     │     unsupported_media (the announced bytes are no format we store)
     │
     ├── alerting: no retry, a person must look
-    │     auth             (401, Facebook 190, Weibo ok:-100, Bilibili -101): stops the platform
+    │     auth             (401, Facebook 190, 10/200-299 and a 100 naming a permission or
+    │                       token, Weibo ok:-100, Bilibili -101): stops the platform
     │     parse_error      (schema drift: the raw body is kept)
     │
     └── storage: stop admitting new work

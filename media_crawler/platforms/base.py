@@ -23,9 +23,11 @@ class ApiResponse:
     url: str  # already scrubbed of secrets: safe to log
 
     def json(self) -> Any:
-        import json
+        """The body through the platforms' one decoder (safe_json: NaN, overflowing
+        numbers and deep nesting refused as ValueError, strings valid UTF-8)."""
+        from media_crawler.platforms.safe_json import loads
 
-        return json.loads(self.text)
+        return loads(self.text)
 
 
 class ApiTransport(Protocol):

@@ -2,11 +2,15 @@
 of the page still normalizes."""
 from __future__ import annotations
 
+import json
+import math
 from typing import Callable, Iterable
 
 from media_crawler.errors import CrawlError, ErrorClass, FinalState
-from media_crawler.models import ItemError
+from media_crawler.models import ItemError, MediaRecord
 from media_crawler.platforms.base import FeedItem
+from media_crawler.platforms.fields import INT64_MAX, MissingField
+from media_crawler.platforms.safe_json import clean_text, is_clean
 
 # What malformed data raises inside a normalizer. Anything else is a bug in
 # our code and should surface as such, not hide as a parse_error.
@@ -20,9 +24,47 @@ def guarded(platform: str, item_id: str | None, build: Callable[[], Iterable[Fee
     leave half an item's records behind.
     """
     try:
-        return list(build())
+        return [check_record(item) if isinstance(item, MediaRecord) else item for item in build()]
     except (CrawlError, *MALFORMED) as exc:
         return [item_failure(platform, item_id, exc)]
+
+
+# The ledger's column widths (store/schema.py): a longer identity would be refused
+# by PostgreSQL when the batch is written, failing the whole page instead of one item.
+IDENTITY_LIMITS = {"item_id": 200, "variant": 100, "group": 200, "resolve_ref": 300}
+
+
+def check_record(record: MediaRecord) -> MediaRecord:
+    """`record` when every column it becomes fits the ledger; else MissingField
+    (a per-item parse_error): an identity past its column, a size outside a
+    BIGINT, text that is not valid UTF-8 or holds NUL, a number JSON cannot hold."""
+    for name, limit in IDENTITY_LIMITS.items():
+        value = getattr(record, name)
+        if value is not None and len(value) > limit:
+            raise MissingField(f"{name} is {len(value)} characters, more than the {limit} the ledger keeps")
+    size = record.expected_size
+    if size is not None and not (isinstance(size, int) and 0 <= size <= INT64_MAX):
+        raise MissingField(f"expected size {size} is out of range")
+    texts = [record.item_id, record.variant, record.canonical_url, record.media_url, record.group or "",
+             record.resolve_ref or "", record.expected_sha256 or "", *record.backup_urls]
+    for key, value in record.meta.items():
+        texts.append(key)
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise MissingField(f"meta {key} is {value}")
+        elif not (value is None or isinstance(value, (int, float))):
+            texts.append(_json_of(key, value))
+    if not all(isinstance(text, str) and is_clean(text) for text in texts):
+        raise MissingField("record holds text that is not valid UTF-8 (a lone surrogate) or a NUL")
+    return record
+
+
+def _json_of(key: str, value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        raise MissingField(f"meta {key} cannot be stored as JSON") from None
 
 
 def is_item_level(error: CrawlError) -> bool:
@@ -44,5 +86,6 @@ def item_failure(platform: str, item_id: str | None, exc: Exception) -> ItemErro
     if isinstance(exc, CrawlError) and is_item_level(exc):
         return ItemError(platform, exc.error_class.value, exc.message, item_id, exc.platform_code)
     if isinstance(exc, MALFORMED):
-        return ItemError(platform, ErrorClass.PARSE_ERROR.value, f"{platform}: {exc}", item_id)
+        message = clean_text(f"{platform}: {exc}")
+        return ItemError(platform, ErrorClass.PARSE_ERROR.value, message, item_id and clean_text(item_id))
     raise exc

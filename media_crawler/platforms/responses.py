@@ -6,12 +6,12 @@ shared floor under them.
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Mapping
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import parse_retry_after
 from media_crawler.platforms.base import ApiResponse
+from media_crawler.platforms.safe_json import clean_text, loads, preview
 from media_crawler.scrub import scrub_text
 
 RAW_BODY_LIMIT = 4096  # what a parse_error keeps of the body for the person who looks
@@ -30,11 +30,15 @@ def header(headers: Mapping[str, str] | None, name: str) -> str | None:
     return None
 
 
-def parse_error(platform: str, message: str, raw_body: str | None = None, secrets: Iterable[str] = ()) -> CrawlError:
+def parse_error(platform: str, message: str, raw_body: Any = None, secrets: Iterable[str] = ()) -> CrawlError:
     """A parse_error carrying (a scrubbed prefix of) the raw body, which the
-    pipeline stores for whoever investigates the schema drift."""
-    error = CrawlError(ErrorClass.PARSE_ERROR, f"{platform}: {scrub_text(message, secrets)}")
-    error.raw_body = scrub_text(raw_body[:RAW_BODY_LIMIT], secrets) if raw_body else None  # type: ignore[attr-defined]
+    pipeline stores for whoever investigates the schema drift.
+
+    `raw_body` is the answer's text or the decoded object (rendered as JSON,
+    whatever its depth); both end up valid UTF-8."""
+    error = CrawlError(ErrorClass.PARSE_ERROR, f"{platform}: {scrub_text(clean_text(message), secrets)}")
+    body = preview(raw_body, RAW_BODY_LIMIT) if raw_body is not None and raw_body != "" else None
+    error.raw_body = scrub_text(body, secrets) if body else None  # type: ignore[attr-defined]
     return error
 
 
@@ -56,11 +60,18 @@ def http_status_error(platform: str, response: ApiResponse) -> CrawlError | None
 
 def decode_json(platform: str, response: ApiResponse, secrets: Iterable[str] = ()) -> Any:
     """The decoded body, or parse_error: an API that answers HTML or garbage
-    with 200 has changed (or put up a wall), it is not a network blip."""
+    with 200 has changed (or put up a wall), it is not a network blip. The
+    decoder is safe_json's: NaN/Infinity, overflowing numbers and nesting past
+    its bound are refused the same way, and strings come out valid UTF-8."""
     try:
-        return json.loads(response.text)
-    except (ValueError, TypeError):
-        snippet = (response.text or "")[:80].replace("\n", " ")
+        return loads(response.text)
+    except (ValueError, TypeError) as exc:
+        snippet = (response.text or "")[:80].replace("\n", " ") if isinstance(response.text, str) else ""
         raise parse_error(
-            platform, f"HTTP {response.status} body from {response.url} is not JSON: {snippet!r}", response.text, secrets
+            platform, f"HTTP {response.status} body from {response.url} is not JSON ({_reason(exc)}): {snippet!r}",
+            response.text if isinstance(response.text, str) else None, secrets,
         ) from None
+
+
+def _reason(exc: Exception) -> str:
+    return clean_text(str(exc))[:120]

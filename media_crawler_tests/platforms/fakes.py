@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import parse_qsl, urlsplit
 
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.net.targets import parse_target
 from media_crawler.platforms.base import ApiResponse
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -75,3 +77,32 @@ class FakeTransport:
 
 def response(status: int, text: str, headers: Mapping[str, str] | None = None, url: str = "https://example.test/") -> ApiResponse:
     return ApiResponse(status, dict(headers or {}), text, url)
+
+
+@dataclass
+class CheckedTransport:
+    """A transport for hostile answers: routes on the URL path suffix, a route being
+    a list of answers served in turn (the last one repeating), an answer text or
+    (status, text); unknown paths get `default`. Every URL first goes through the
+    URL policy's parse, as RequestsTransport does, so a hostile `next` link is the
+    CrawlError(disallowed_url) it is in production, not a test crash."""
+
+    routes: dict[str, list]
+    default: Any = "{}"
+    sent: int = 0
+    max_requests: int = 60
+
+    def get(self, platform: str, url: str, *, params=None, headers=None) -> ApiResponse:
+        self.sent += 1
+        if self.sent > self.max_requests:  # paging that never ends: stop serving
+            raise CrawlError(ErrorClass.RATE_LIMITED, "checked transport: too many requests")
+        target = parse_target(url)
+        path = urlsplit(target.url).path
+        matches = [key for key in self.routes if path.endswith(key)]
+        if matches:
+            answers = self.routes[max(matches, key=len)]
+            answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        else:
+            answer = self.default
+        status, text = answer if isinstance(answer, tuple) else (200, answer)
+        return ApiResponse(status, {"Content-Type": "application/json"}, text, target.url)

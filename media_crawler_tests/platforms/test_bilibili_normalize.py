@@ -185,3 +185,57 @@ def test_unknown_extra_fields_are_ignored_and_a_missing_url_fails_only_its_item(
     assert isinstance(items[0], MediaRecord) and items[0].item_id == "BV1Hs6QqqHr6"
     assert isinstance(items[1], ItemError)
     assert (items[1].error_class, items[1].item_id) == ("parse_error", "BV1EQyDPnEKA")
+
+
+# -- identity and URLs of stream records ------------------------------------------------------
+
+def test_an_ai_dubbed_audio_track_is_a_variant_of_its_own():
+    original = normalize.records_from_playurl(playurl("playurl_dash_fnval4048.json"), PART, 1080, ("avc",))
+    dubbed_data = {**playurl("playurl_dash_fnval4048.json"), "cur_language": "en"}
+    dubbed = normalize.records_from_playurl(dubbed_data, PART, 1080, ("avc",))
+    assert [r.variant for r in original] == ["video-12-7", "audio-34786"]
+    assert [r.variant for r in dubbed] == ["video-12-7", "audio-34786-en"]  # the picture is the same file
+    assert dubbed[1].canonical_url.endswith("#audio-34786-en") and dubbed[1].meta["language"] == "en"
+    assert {r.key for r in original} & {r.key for r in dubbed} == {original[0].key}
+    # Re-resolution looks the dubbed variant up in an answer of the same language.
+    assert "audio-34786-en" in [r.variant for r in normalize.all_stream_records(dubbed_data, PART)]
+    assert normalize.playurl_language({"cur_language": " zh-Hans/../"}) == "zh-Hans"
+    assert normalize.playurl_language({"cur_language": ""}) is None and normalize.playurl_language({}) is None
+
+
+def test_playurl_names_its_cid():
+    assert normalize.playurl_cid(playurl("playurl_dash_fnval4048.json")) == "143623477"  # upgcxcode/65/46/143623477/
+    assert normalize.playurl_cid(playurl("playurl_mp4_durl.json")) == "682610869"
+    assert normalize.playurl_cid({"last_play_cid": 656547014, "dash": {}}) == "656547014"
+    assert normalize.playurl_cid({"last_play_cid": 0, "dash": {"video": [{"baseUrl": "https://h/x.m4s"}]}}) is None
+
+
+def test_stream_urls_on_the_video_cdn_are_fetched_over_https_like_covers():
+    data = playurl("playurl_dash_fnval4048.json")
+    http = [{**stream, "baseUrl": stream["baseUrl"].replace("https://", "http://"),
+             "backupUrl": [url.replace("https://", "http://") for url in stream["backupUrl"]]}
+            for stream in data["dash"]["video"]]
+    video, _ = normalize.records_from_playurl({**data, "dash": {**data["dash"], "video": http}}, PART, 1080, ("avc",))
+    assert video.media_url.startswith("https://xy113x200x108x47xy.mcdn.bilivideo.cn:4483/")
+    assert all(url.startswith("https://upos-sz-mirror") for url in video.backup_urls)
+    durl = playurl("playurl_mp4_durl.json")
+    durl["durl"][0]["url"] = "http:" + durl["durl"][0]["url"][len("https:"):]
+    [segment] = normalize.records_from_playurl(durl, PART, 1080, ("avc",))
+    assert segment.media_url.startswith("https://upos-sz-mirrorcos.bilivideo.com/")
+    # Protocol-relative and http URLs on other hosts (a simulator, a mirror) are left as served.
+    assert normalize.stream_url("//upos-sz-mirrorcos.bilivideo.com/a.m4s") == "https://upos-sz-mirrorcos.bilivideo.com/a.m4s"
+    assert normalize.stream_url("http://127.0.0.1:9/media/a.m4s") == "http://127.0.0.1:9/media/a.m4s"
+    assert normalize.stream_url("http://evilbilivideo.com/a.m4s") == "http://evilbilivideo.com/a.m4s"
+
+
+def test_hostile_numbers_in_a_playurl_never_reach_a_record():
+    data = playurl("playurl_mp4_durl.json")
+    data["durl"][0].update({"size": 2**64, "order": 10**30, "length": 1e308 * 10})
+    [segment] = normalize.records_from_playurl(data, PART, 1080, ("avc",))
+    assert segment.expected_size is None and segment.variant == "durl-64-1" and "duration" not in segment.meta
+    data["durl"][0]["size"] = -5
+    assert normalize.records_from_playurl(data, PART, 1080, ("avc",))[0].expected_size is None
+
+
+def test_wbi_keys_must_be_32_characters():
+    assert keys_from_nav({"data": {"wbi_img": {"img_url": "https://i0.h", "sub_url": "https://x/y.png"}}}) is None

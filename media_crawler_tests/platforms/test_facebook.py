@@ -93,8 +93,9 @@ def test_missing_ids_fall_back_and_missing_urls_fail_only_their_item():
     ("name", "error_class", "code"),
     [
         ("error_100_33_object_not_found_deleted_or_private.json", ErrorClass.NOT_FOUND, "100/33"),
-        ("error_100_missing_permission.json", ErrorClass.NOT_FOUND, "100"),
-        ("error_100_pages_public_content_access.json", ErrorClass.NOT_FOUND, "100"),
+        # A 100 naming the permission, feature or token the call needs: fix the credential (PLATFORMS.md).
+        ("error_100_missing_permission.json", ErrorClass.AUTH, "100"),
+        ("error_100_pages_public_content_access.json", ErrorClass.AUTH, "100"),
         ("error_190_463_session_expired.json", ErrorClass.AUTH, "190/463"),
         ("error_190_token_expired_docs_template.json", ErrorClass.AUTH, "190/460"),
         ("error_80001_page_buc_rate_limit.json", ErrorClass.RATE_LIMITED, "80001"),
@@ -109,7 +110,7 @@ def test_throttle_examples_and_the_recorded_32():
     classes = [(classify_error(body).error_class, classify_error(body).platform_code)
                for body in load_fixture("facebook", "errors_throttle_codes_4_17_613.json")]
     assert classes == [(ErrorClass.RATE_LIMITED, "4"), (ErrorClass.RATE_LIMITED, "17/2446079"),
-                       (ErrorClass.RATE_LIMITED, "613"), (ErrorClass.NOT_FOUND, "368")]
+                       (ErrorClass.RATE_LIMITED, "613"), (ErrorClass.RATE_LIMITED, "368")]
     recorded = load_fixture("facebook", "error_32_page_request_limit_with_headers.json")
     answer = response(recorded["status"], json.dumps(recorded["json"]), recorded["headers"])
     with pytest.raises(CrawlError) as caught:
@@ -119,7 +120,7 @@ def test_throttle_examples_and_the_recorded_32():
 
 @pytest.mark.parametrize(
     ("code", "extra", "error_class"),
-    [(10, {}, ErrorClass.NOT_FOUND), (200, {}, ErrorClass.NOT_FOUND), (299, {}, ErrorClass.NOT_FOUND),
+    [(10, {}, ErrorClass.AUTH), (200, {}, ErrorClass.AUTH), (299, {}, ErrorClass.AUTH),
      (1, {}, ErrorClass.HTTP_5XX), (99999, {"is_transient": True}, ErrorClass.RATE_LIMITED),
      (99999, {}, ErrorClass.PARSE_ERROR)],
 )
@@ -250,6 +251,70 @@ def test_video_node_still_without_source_fails_that_video_only():
 def test_resolve_of_a_video_node_without_source_is_a_parse_error():
     transport = FakeTransport({"/9420707890600646": load_fixture("facebook", "video_object_fields.json")})
     record = MediaRecord("facebook", "9420707890600646", "source", "video", "c", "m", resolve_ref="video:9420707890600646")
+    with pytest.raises(CrawlError) as caught:
+        adapter(transport).resolve(record)
+    assert caught.value.error_class == ErrorClass.PARSE_ERROR
+
+
+def test_368_is_a_temporary_block_waited_out_never_a_tombstone():
+    [*_, block] = load_fixture("facebook", "errors_throttle_codes_4_17_613.json")
+    error = classify_error(block, http_status=400)
+    assert (error.error_class, error.platform_code) == (ErrorClass.RATE_LIMITED, "368")
+    assert error.policy.retryable and error.policy.slows_platform
+    assert error.policy.final_state.value == "failed"  # not "gone": the page is not marked deleted
+
+
+@pytest.mark.parametrize(
+    ("message", "subcode", "error_class"),
+    [
+        ("(#100) Pages Public Content Access requires either app secret proof or an app token", None, ErrorClass.AUTH),
+        ("(#100) This endpoint requires the 'pages_read_engagement' permission", None, ErrorClass.AUTH),
+        ("(#100) Requires the manage_pages feature", None, ErrorClass.AUTH),
+        ("Unsupported get request. Object with ID '1' does not exist, cannot be loaded due to missing permissions",
+         33, ErrorClass.NOT_FOUND),  # 100/33: deleted or private, whatever the wording
+        ("(#100) Invalid parameter", None, ErrorClass.NOT_FOUND),
+        ("(#100) Tried accessing nonexisting field (attachmentz)", None, ErrorClass.NOT_FOUND),
+    ],
+)
+def test_100_naming_a_credential_is_auth_other_100s_keep_their_class(message, subcode, error_class):
+    body = {"error": {"message": message, "type": "OAuthException", "code": 100,
+                      **({"error_subcode": subcode} if subcode else {})}}
+    assert classify_error(body).error_class == error_class
+
+
+def test_hostile_error_objects_still_classify():
+    huge = classify_error({"error": {"code": 2**64, "error_subcode": -(2**63), "message": ["not", "text"]}})
+    assert huge.error_class == ErrorClass.PARSE_ERROR and len(huge.platform_code) <= 32
+    nan = classify_error({"error": {"code": float("nan"), "is_transient": "false", "message": "\ud800"}})
+    assert nan.error_class == ErrorClass.PARSE_ERROR
+    nan.message.encode("utf-8")
+
+
+def test_a_next_link_that_is_no_url_is_a_parse_error():
+    with pytest.raises(CrawlError) as caught:
+        adapter(FakeTransport()).follow("https://[::1/v19.0/4/posts")
+    assert caught.value.error_class == ErrorClass.PARSE_ERROR
+
+
+def test_album_nesting_is_walked_without_recursion():
+    leaf = {"media_type": "photo", "media": {"image": {"src": "https://scontent.xx.fbcdn.net/p.jpg"}}, "target": {"id": "9"}}
+    for _ in range(3000):
+        leaf = {"subattachments": {"data": [leaf]}}
+    post = {"id": "1_2", "attachments": {"data": [leaf]}}
+    assert normalize.normalize_post(post) == []  # deeper than any album: not media we know, and no RecursionError
+
+
+def test_only_graph_shaped_ids_from_an_answer_are_requested():
+    first, _ = paged_posts()
+    attachment = first["data"][0]["attachments"]["data"][0]
+    del attachment["media"]["source"]
+    attachment["target"]["id"] = "../me/accounts?fields=access_token"
+    first["data"] = first["data"][:1]
+    transport = FakeTransport({"/posts": {**first, "paging": {}}})
+    [failure] = adapter(transport).iter_records(PAGE, WINDOW)
+    assert isinstance(failure, ItemError) and failure.error_class == "parse_error"
+    assert transport.paths() == ["/facebook/v19.0/528144077089525/posts"]  # the token went nowhere else
+    record = MediaRecord("facebook", "x", "image", "image", "c", "m", resolve_ref="post:1_2/../../me")
     with pytest.raises(CrawlError) as caught:
         adapter(transport).resolve(record)
     assert caught.value.error_class == ErrorClass.PARSE_ERROR

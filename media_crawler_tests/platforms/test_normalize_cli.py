@@ -84,12 +84,40 @@ def test_error_output_names_class_and_code():
     assert [line["platform_code"] for line in lines] == ["4", "17/2446079", "613", "368"]
 
 
-def test_playurl_without_view_context_uses_placeholders_and_settings():
+def test_playurl_without_view_context_keys_on_its_own_cid_and_uses_settings():
     out, err = io.StringIO(), io.StringIO()
     run_normalize("bilibili", [str(FIXTURES / "bilibili/playurl_dash_fnval4048.json")], out=out, err=err,
                   settings=PlatformSettings(max_height=720, codec_order=("hevc",)))
     video, audio = (json.loads(line) for line in out.getvalue().splitlines())
-    assert (video["item_id"], video["variant"], audio["variant"]) == ("unknown:unknown", "video-13-12", "audio-34786")
+    # The cid is in the answer (the stream URLs' upgcxcode/…/143623477/ directory); the bvid is not.
+    assert (video["item_id"], video["variant"], audio["variant"]) == ("unknown:143623477", "video-13-12", "audio-34786")
+    assert video["resolve_ref"] == "playurl:unknown:143623477"
+    [note] = [json.loads(line) for line in err.getvalue().splitlines()]
+    assert note["cid"] == "143623477" and "view answer" in note["message"]
+
+
+def test_a_view_given_alongside_names_the_playurl_video(tmp_path):
+    view = load_fixture("bilibili", "view_ok.json")
+    view["data"]["pages"][0]["cid"] = view["data"]["cid"] = 143623477
+    view_path = tmp_path / "view.json"
+    view_path.write_text(json.dumps(view), encoding="utf-8")
+    status, lines, notes = run("bilibili", FIXTURES / "bilibili/playurl_dash_fnval4048.json", view_path)
+    tracks = [line for line in lines if line["variant"] != "cover"]
+    assert status == 0 and {t["item_id"] for t in tracks} == {f"{view['data']['bvid']}:143623477"}
+    assert {t["meta"]["title"] for t in tracks} == {view["data"]["title"]}
+    assert not [n for n in notes if n.get("shape") == "bilibili playurl"]
+
+
+def test_video_attachment_without_source_is_no_drift(tmp_path):
+    posts = load_fixture("facebook", "page_posts_attachments_video_photo.json")
+    del posts["data"][0]["attachments"]["data"][0]["media"]["source"]
+    path = tmp_path / "posts.json"
+    path.write_text(json.dumps(posts), encoding="utf-8")
+    status, lines, notes = run("facebook", path)
+    assert status == 0 and [line["item_id"] for line in lines] == ["4478049458999119"]  # the photo
+    assert not [n for n in notes if "error_class" in n]  # the crawl completes the video from its node
+    [note] = [n for n in notes if n.get("shape") == "facebook video without source"]
+    assert note["item_id"] == "1885259812583763" and "fields=source" in note["message"]
 
 
 def test_drifted_item_fails_alone_and_garbage_files_fail(tmp_path):

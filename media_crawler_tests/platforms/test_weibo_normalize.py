@@ -196,3 +196,33 @@ def test_http_statuses(status, error_class):
     with pytest.raises(CrawlError) as caught:
         decode_response(response(status, "<html>blocked</html>"))
     assert caught.value.error_class == error_class
+
+
+def test_video_title_is_media_info_titles_not_the_generic_page_title():
+    items = normalize.normalize_mblogs(
+        normalize.mblogs_from_getindex(load_fixture("weibo", "getIndex_cards_page2.json")), NOW_2019)
+    titles = [r.meta.get("title") for r in records(items) if r.kind == "video"]
+    assert titles[:3] == ["sample title 25", "sample title 31", "sample title 36"]  # not "sample page_title 18"
+    from media_crawler.platforms.weibo.video import video_title
+
+    info = {"titles": [{"title": "first"}, {"default": True, "title": "the default"}], "name": "post text"}
+    assert video_title({"page_title": "generic"}, info) == "the default"
+    assert video_title({"page_title": "generic"}, {"titles": [{"title": ""}], "name": "post text"}) == "generic"
+    assert video_title({}, {"video_title": "own", "titles": "not a list"}) == "own"
+
+
+def test_video_and_live_clip_urls_on_weibo_cdns_are_upgraded_to_https():
+    items = normalize.normalize_mblogs(
+        normalize.mblogs_from_getindex(load_fixture("weibo", "getIndex_cards_page2.json")), NOW_2019)
+    videos = [r for r in records(items) if r.kind == "video"]
+    assert videos and all(r.media_url.startswith("https://f.us.sinaimg.cn/") for r in videos)  # served as http://
+    from media_crawler.platforms.weibo.posts import media_url
+
+    assert media_url("http://f.video.weibocdn.com/o0/a.mp4?Expires=1") == "https://f.video.weibocdn.com/o0/a.mp4?Expires=1"
+    assert media_url("http://livephoto.us.sinaimg.cn/a.mov") == "https://livephoto.us.sinaimg.cn/a.mov"
+    assert media_url("http://127.0.0.1:9/media/a.mp4") == "http://127.0.0.1:9/media/a.mp4"  # a simulator stays http
+
+
+@pytest.mark.parametrize("text", ["Mon Jan 01 00:30:00 +0800 0001", "99999999999天前", "9" * 80, "昨天 99:99"])
+def test_created_at_off_the_calendar_is_no_date(text):
+    assert parse_created_at(text, NOW_2019) is None

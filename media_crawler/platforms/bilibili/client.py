@@ -140,7 +140,7 @@ class BilibiliAdapter(PlatformAdapter):
         body = self._get_json("/x/web-interface/nav", None, "nav")
         keys = keys_from_nav(body)
         if keys is None:
-            raise classify_envelope(body, "nav") or parse_error(PLATFORM, "nav carries no wbi_img keys", str(body))
+            raise classify_envelope(body, "nav") or parse_error(PLATFORM, "nav carries no wbi_img keys", body)
         return keys
 
     def _get_json(self, path_and_query: str, params: Mapping[str, Any] | None, endpoint: str) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.platforms.base import ApiResponse
+from media_crawler.platforms.fields import as_int, as_str
 from media_crawler.platforms.responses import decode_json, http_status_error, parse_error
 
 PLATFORM = "bilibili"
@@ -25,14 +26,14 @@ BAD_SIGNATURE_CODE = -403
 def classify_envelope(body: Any, endpoint: str = "") -> CrawlError | None:
     """None when `body` is a successful envelope, else the error it carries."""
     if not isinstance(body, dict) or "code" not in body:
-        return parse_error(PLATFORM, f"{endpoint or 'response'} is not a {{code, data}} envelope", str(body))
-    try:
-        code = int(body["code"])
-    except (TypeError, ValueError):
-        return parse_error(PLATFORM, f"{endpoint or 'response'} has a non-numeric code {body['code']!r}", str(body))
+        return parse_error(PLATFORM, f"{endpoint or 'response'} is not a {{code, data}} envelope", body)
+    code = envelope_code(body["code"])
+    if code is None:
+        what = f"{endpoint or 'response'} has a code that is not a 64-bit integer: {body['code']!r:.80}"
+        return parse_error(PLATFORM, what, body)
     if code == 0:
         return None
-    message = f"{endpoint or 'request'}: code {code} {body.get('message') or ''}".strip()
+    message = f"{endpoint or 'request'}: code {code} {as_str(body.get('message')) or ''}".strip()
     if code in RATE_LIMITED_CODES:
         return CrawlError(ErrorClass.RATE_LIMITED, message, platform_code=code)
     if code in NOT_FOUND_CODES:
@@ -40,7 +41,16 @@ def classify_envelope(body: Any, endpoint: str = "") -> CrawlError | None:
     if code in AUTH_CODES:
         return CrawlError(ErrorClass.AUTH, message, platform_code=code)
     # An unknown non-zero code: a contract we do not understand, keep the body.
-    return parse_error(PLATFORM, f"unknown {message}", str(body))
+    return parse_error(PLATFORM, f"unknown {message}", body)
+
+
+def envelope_code(value: Any) -> int | None:
+    """The envelope's integer `code` (a number or a numeric string), else None."""
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    if isinstance(value, str) and not value.strip().lstrip("+-").isdigit():
+        return None
+    return as_int(value)
 
 
 def data_or_raise(body: Any, endpoint: str = "") -> Any:

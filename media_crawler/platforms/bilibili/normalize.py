@@ -6,6 +6,11 @@ chosen DASH video and audio tracks (`bvid:cid`/`video-{qn}-{codecid}`,
 `audio-{id}`) or the legacy progressive segments (`durl-{qn}-{order}`).
 Stream URLs are signed for ~2 h: tracks carry `resolve_ref`
 `playurl:{bvid}:{cid}` so the adapter can fetch fresh ones.
+
+An AI-dubbed answer (`cur_language` set, e.g. "en") carries the dubbed audio
+under the original's ids: its audio variant is `audio-{id}-{language}`, a
+record of its own. Stream and image URLs on the platform's CDNs are fetched
+over https, whatever scheme the answer wrote.
 """
 from __future__ import annotations
 
@@ -20,13 +25,20 @@ from media_crawler.platforms.base import FeedItem
 from media_crawler.platforms.bilibili.quality import (
     Stream, audio_variant, parse_stream, select_audio, select_video, video_variant,
 )
-from media_crawler.platforms.fields import as_float, as_int, as_list, as_str, compact, dig, from_unix, require
+from media_crawler.platforms.fields import (
+    as_float, as_int, as_list, as_size, as_str, compact, dig, from_unix, https_on, require,
+)
 from media_crawler.platforms.items import guarded
 
 PLATFORM = "bilibili"
 VIDEO_PAGE = "https://www.bilibili.com/video/{bvid}"
 _RESIZE_SUFFIX = re.compile(r"@[^/]*$")  # `.jpg@320w_200h_1c.webp` → `.jpg`
 _IMAGE_HOSTS = ("hdslb.com", "biliimg.com")
+# The stream CDNs (adapter default_media_hosts): they serve https as well as http.
+_VIDEO_HOSTS = ("bilivideo.com", "bilivideo.cn", "akamaized.net", "hdslb.com")
+# `…/upgcxcode/65/46/{cid}/{cid}_…`: stream URLs name the part's cid.
+_CID_IN_URL = re.compile(r"/upgcxcode/\d+/\d+/(\d+)/")
+_LANGUAGE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 @dataclass(frozen=True)
@@ -115,12 +127,17 @@ def original_image_url(url: str) -> str:
     """Strip the `@…` resize suffix; protocol-relative and http image-CDN URLs become https."""
     if url.startswith("//"):
         url = "https:" + url
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a malformed host: the download refuses it as it is
+        return url
     path = _RESIZE_SUFFIX.sub("", parts.path)
-    scheme = parts.scheme
-    if scheme == "http" and (parts.hostname or "").endswith(_IMAGE_HOSTS):
-        scheme = "https"  # the image CDN serves both; https keeps the archive's fetches private
-    return urlunsplit((scheme, parts.netloc, path, parts.query, parts.fragment))
+    return https_on(urlunsplit((parts.scheme, parts.netloc, path, parts.query, parts.fragment)), _IMAGE_HOSTS)
+
+
+def stream_url(url: str) -> str:
+    """A stream URL as fetched: https on the video CDNs, else as served."""
+    return https_on(url, _VIDEO_HOSTS)
 
 
 # -- one video (x/web-interface/view, x/player/pagelist) ---------------------------------
@@ -138,8 +155,9 @@ def video_info_from_view(data: Any) -> VideoInfo:
         duration=as_float(data.get("duration")),
     )
     parts = parts_from_pages(data.get("pages"), bvid, published_at, meta)
-    if not parts and as_str(data.get("cid")):  # a single-part video answered without pages[]
-        parts = (VideoPart(bvid, as_str(data["cid"]), 1, published_at, meta),)
+    cid = as_str(data.get("cid"))
+    if not parts and cid:  # a single-part video answered without pages[]
+        parts = (VideoPart(bvid, cid, 1, published_at, meta),)
     return VideoInfo(bvid, as_str(data.get("pic")), published_at, meta, parts)
 
 
@@ -161,11 +179,40 @@ def parts_from_pages(
                 height=as_int(dig(page, "dimension", "height")),
             ),
         }
-        parts.append(VideoPart(bvid, cid, as_int(page.get("page")) or index, published_at, meta))
+        number = as_int(page.get("page"))
+        parts.append(VideoPart(bvid, cid, number if number and 0 < number < 100_000 else index, published_at, meta))
     return tuple(parts)
 
 
+def playurl_cid(data: Any) -> str | None:
+    """The cid a playurl answer is for, when the answer says: `cid`, a non-zero
+    `last_play_cid`, or the `upgcxcode/…/{cid}/` directory of its stream URLs."""
+    for key in ("cid", "last_play_cid"):
+        cid = as_str(dig(data, key))
+        if cid and cid != "0":
+            return cid
+    urls = [as_str(dig(stream, "baseUrl")) or as_str(dig(stream, "base_url"))
+            for stream in _mappings(dig(data, "dash", "video")) + _mappings(dig(data, "dash", "audio"))]
+    urls += [as_str(dig(segment, "url")) for segment in _mappings(dig(data, "durl"))]
+    for url in urls:
+        match = _CID_IN_URL.search(url or "")
+        if match:
+            return match.group(1)
+    return None
+
+
+def playurl_language(data: Any) -> str | None:
+    """The dubbed language of an AI-dubbed answer (`cur_language`), None for the original."""
+    language = _LANGUAGE.sub("", as_str(dig(data, "cur_language")) or "")[:16]
+    return language or None
+
+
 # -- streams (x/player/wbi/playurl) ------------------------------------------------------
+
+def is_playurl(data: Any) -> bool:
+    """A playurl `data` object: it carries DASH streams or progressive segments."""
+    return isinstance(data, Mapping) and (data.get("dash") is not None or data.get("durl") is not None)
+
 
 def dash_streams(data: Any) -> tuple[list[Stream], list[Stream]]:
     videos = [s for s in map(parse_stream, _mappings(dig(data, "dash", "video"))) if s]
@@ -182,8 +229,9 @@ def records_from_playurl(
         videos, audios = dash_streams(data)
         video = select_video(videos, max_height, codec_order)
         audio = select_audio(audios)
+        language = playurl_language(data)
         records = [track_record(part, video, "video")] if video else []
-        records += [track_record(part, audio, "audio")] if audio else []
+        records += [track_record(part, audio, "audio", language)] if audio else []
         return require(records, f"playurl stream with a URL for {part.item_id}")
     return require(durl_records(data, part), f"playurl dash or durl for {part.item_id}")
 
@@ -191,22 +239,28 @@ def records_from_playurl(
 def all_stream_records(data: Any, part: VideoPart) -> list[MediaRecord]:
     """Every stream the answer offers (re-resolution looks for the same variant)."""
     videos, audios = dash_streams(data)
+    language = playurl_language(data)
     return (
         [track_record(part, s, "video") for s in videos]
-        + [track_record(part, s, "audio") for s in audios]
+        + [track_record(part, s, "audio", language) for s in audios]
         + durl_records(data, part)
     )
 
 
-def track_record(part: VideoPart, stream: Stream, kind: str) -> MediaRecord:
+def track_record(part: VideoPart, stream: Stream, kind: str, language: str | None = None) -> MediaRecord:
+    """One DASH track. `language`: the dub an audio track speaks (None: the original)."""
     is_video = kind == "video"
     variant = video_variant(stream) if is_video else audio_variant(stream)
+    if language and not is_video:
+        variant = f"{variant}-{language}"
     # The part's dimensions describe the picture: an audio track has none.
     meta = {key: value for key, value in part.meta.items() if is_video or key not in ("width", "height")}
     meta.update(compact(quality=stream.qn, codec=stream.codec_name, codecs=stream.codecs,
                         bandwidth=stream.bandwidth or None, mime_type=stream.mime_type))
     if is_video:
         meta.update(compact(width=stream.width, height=stream.height))
+    elif language:
+        meta["language"] = language
     return _part_record(part, variant, kind, stream.url, stream.backup_urls, meta)
 
 
@@ -218,12 +272,12 @@ def durl_records(data: Any, part: VideoPart) -> list[MediaRecord]:
         if not url:
             continue
         order = as_int(segment.get("order")) or index
-        backups = tuple(u for u in as_list(segment.get("backup_url")) if isinstance(u, str) and u != url)
+        backups = tuple(u for u in map(as_str, as_list(segment.get("backup_url"))) if u and u != url)
         length_ms = as_float(segment.get("length"))
         meta = {**part.meta, **compact(quality=qn, segment=order,
                                        duration=length_ms / 1000 if length_ms else None)}
         record = _part_record(part, f"durl-{qn}-{order}", "video", url, backups, meta)
-        records.append(replace(record, expected_size=as_int(segment.get("size"))))
+        records.append(replace(record, expected_size=as_size(segment.get("size"))))
     return records
 
 
@@ -236,9 +290,9 @@ def _part_record(
         variant=variant,
         kind=kind,
         canonical_url=f"{part.page_url}#{variant}",
-        media_url=url,
+        media_url=stream_url(url),
         published_at=part.published_at,
-        backup_urls=backups,
+        backup_urls=tuple(stream_url(backup) for backup in backups),
         group=part.item_id,
         resolve_ref=f"playurl:{part.bvid}:{part.cid}",
         meta=dict(meta),

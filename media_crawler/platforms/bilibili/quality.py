@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from media_crawler.platforms.fields import as_int, as_str
+from media_crawler.platforms.fields import as_int, as_list, as_str
 
 CODEC_IDS = {"avc": 7, "hevc": 12, "av1": 13}
 CODEC_NAMES = {codec_id: name for name, codec_id in CODEC_IDS.items()}
@@ -42,12 +42,12 @@ def parse_stream(raw: Mapping[str, Any]) -> Stream | None:
     url = as_str(raw.get("baseUrl")) or as_str(raw.get("base_url"))
     if qn is None or not url:
         return None
-    backups = raw.get("backupUrl") or raw.get("backup_url") or []
+    backups = as_list(raw.get("backupUrl")) or as_list(raw.get("backup_url"))
     return Stream(
         qn=qn,
         codecid=as_int(raw.get("codecid")),
         url=url,
-        backup_urls=tuple(u for u in backups if isinstance(u, str) and u and u != url),
+        backup_urls=tuple(u for u in map(as_str, backups) if u and u != url),
         bandwidth=as_int(raw.get("bandwidth")) or 0,
         width=as_int(raw.get("width")),
         height=as_int(raw.get("height")),

@@ -7,6 +7,7 @@ request carries `wts` (unix seconds) and `w_rid = md5(sorted query + mixin)`.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from typing import Any, Callable, Mapping
 from urllib.parse import quote, urlencode
@@ -19,6 +20,7 @@ MIXIN_KEY_ENC_TAB = (
     57, 62, 11, 36, 20, 34, 44, 52,
 )
 _DROPPED_CHARS = str.maketrans("", "", "!'()*")
+_KEY = re.compile(r"[0-9A-Za-z]{32}")  # img_key and sub_key: 32 characters each, the mixin permutes all 64
 KEY_TTL_S = 3600.0  # keys change about daily; an hour keeps a stale key's damage small
 
 
@@ -38,7 +40,7 @@ def keys_from_nav(body: Mapping[str, Any]) -> tuple[str, str] | None:
     if not isinstance(img_url, str) or not isinstance(sub_url, str):
         return None
     img_key, sub_key = _basename(img_url), _basename(sub_url)
-    return (img_key, sub_key) if img_key and sub_key else None
+    return (img_key, sub_key) if _KEY.fullmatch(img_key) and _KEY.fullmatch(sub_key) else None
 
 
 def signed_query(params: Mapping[str, Any], mixin: str, wts: int | None = None) -> str:

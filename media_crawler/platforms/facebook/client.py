@@ -21,7 +21,7 @@ from media_crawler.platforms.facebook import normalize
 from media_crawler.platforms.facebook.errors import PLATFORM, decode_response
 from media_crawler.platforms.fields import as_list, as_str
 from media_crawler.platforms.headers import BROWSER_USER_AGENT, credential
-from media_crawler.platforms.items import MALFORMED, item_failure
+from media_crawler.platforms.items import MALFORMED, check_record, item_failure
 from media_crawler.platforms.responses import parse_error
 from media_crawler.platforms.window import NewestSeen, max_pages, page_reaches_before
 
@@ -81,22 +81,31 @@ class FacebookAdapter(PlatformAdapter):
     def _video_from_node(self, video_id: str, post: Mapping[str, Any]) -> Iterator[FeedItem]:
         try:
             record = normalize.video_node_record(self.video_node(video_id), video_id)
+            post_meta = {"post_id": as_str(post.get("id")), "post_url": normalize.site_url(post.get("permalink_url"))}
+            record = check_record(replace(record, published_at=normalize.post_published_at(post),
+                                          meta={**record.meta, **{k: v for k, v in post_meta.items() if v}}))
         except (CrawlError, *MALFORMED) as exc:
             yield item_failure(PLATFORM, video_id, exc)
             return
-        post_meta = {"post_id": as_str(post.get("id")), "post_url": normalize.site_url(post.get("permalink_url"))}
-        yield replace(record, published_at=normalize.post_published_at(post),
-                      meta={**record.meta, **{k: v for k, v in post_meta.items() if v}})
+        yield record
 
     # -- API calls --------------------------------------------------------------------
 
     def video_node(self, video_id: str) -> Mapping[str, Any]:
-        return self._get(f"{self.api_base}/{video_id}", {"fields": normalize.VIDEO_FIELDS})
+        return self._get(self._object_url(video_id), {"fields": normalize.VIDEO_FIELDS})
+
+    def _object_url(self, object_id: str) -> str:
+        if not normalize.is_graph_id(object_id):
+            raise parse_error(PLATFORM, f"{object_id[:80]!r} is not a Graph object id")
+        return f"{self.api_base}/{object_id}"
 
     def follow(self, next_url: str) -> tuple[str, dict[str, str]]:
         """`paging.next` as (url, params): treated as opaque except that the
         embedded token is dropped and the URL is rebased onto api_base."""
-        parts = urlsplit(next_url)
+        try:
+            parts = urlsplit(next_url)
+        except ValueError:  # a malformed host (`https://[`): not a link we can follow
+            raise parse_error(PLATFORM, "paging.next is not a URL") from None
         params = {k: v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != TOKEN_PARAM}
         path = parts.path
         base = urlsplit(self.api_base)
@@ -129,10 +138,10 @@ class FacebookAdapter(PlatformAdapter):
             node = self.video_node(ident)
             source = as_str(node.get("source"))
             if not source:
-                raise parse_error(PLATFORM, f"video {ident} answered without source", str(node))
+                raise parse_error(PLATFORM, f"video {ident} answered without source", node)
             return replace(record, media_url=source)
         if kind == "post":
-            post = self._get(f"{self.api_base}/{ident}", {"fields": normalize.POST_FIELDS})
+            post = self._get(self._object_url(ident), {"fields": normalize.POST_FIELDS})
             for item in self._post_items(post):
                 if isinstance(item, MediaRecord) and item.key == record.key:
                     return replace(record, media_url=item.media_url)

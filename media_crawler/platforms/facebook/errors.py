@@ -2,14 +2,20 @@
 
 `{error: {message, type, code, error_subcode, fbtrace_id, is_transient}}`:
 - 4, 17, 32, 613, 80001-80014 (and any `is_transient: true`): throttled → rate_limited
+- 368: *temporarily* blocked for policy violations → rate_limited: wait, retry,
+  back off long (PLATFORMS.md), never a tombstone
 - 190 (and 102, 463, 467 subcodes): the token is expired or invalid → auth
-- 10, 200-299: a missing permission, permanent for the object → not_found
+- 100 whose message names a permission, a feature or the kind of token it
+  requires ("Pages Public Content Access requires either app secret proof or
+  an app token"): a credential problem, the object is not gone → auth
+- 10, 200-299: a missing permission of the token or app (fix the credential;
+  the object is not gone, PLATFORMS.md) → auth
 - 100/33: deleted or private (a tombstone); other 100s: an invalid request → not_found
-- 368: blocked by policy → not_found
 - 1, 2: "unknown error" / "service unavailable" → http_5xx (transient)
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable
 
 from media_crawler.errors import CrawlError, ErrorClass
@@ -25,7 +31,16 @@ RATE_LIMITED_CODES = frozenset({4, 17, 32, 613, *range(80001, 80015)})
 AUTH_CODES = frozenset({190, 102})
 TRANSIENT_CODES = frozenset({1, 2})
 POLICY_BLOCK_CODE = 368
+INVALID_PARAMETER_CODE = 100
 DELETED_SUBCODE = 33
+# A 100 that says which credential the call lacks: "Pages Public Content Access requires
+# either app secret proof or an app token", "This endpoint requires the
+# 'pages_read_engagement' permission or the 'Page Public Content Access' feature".
+_CREDENTIAL_MESSAGE = re.compile(
+    r"(?i)(public content access|public metadata access|app secret proof|app(?:lication)? token|access token"
+    r"|requires?\b[^.]{0,200}\b(?:permissions?|features?))"
+)
+PLATFORM_CODE_LIMIT = 32  # the ledger's error_code / platform_code column
 
 
 def is_error_body(body: Any) -> bool:
@@ -39,20 +54,25 @@ def classify_error(
     error = body["error"]
     code = as_int(error.get("code"))
     subcode = as_int(error.get("error_subcode"))
-    platform_code = f"{code}/{subcode}" if subcode else str(code)
-    message = scrub_text(f"({error.get('type') or 'error'} #{platform_code}) {as_str(error.get('message')) or ''}", secrets)
-    error_class = _error_class(code, subcode, bool(error.get("is_transient")))
+    platform_code = (f"{code}/{subcode}" if subcode else str(code))[:PLATFORM_CODE_LIMIT]
+    text = as_str(error.get("message")) or ""
+    message = scrub_text(f"({as_str(error.get('type')) or 'error'} #{platform_code}) {text}", secrets)
+    error_class = _error_class(code, subcode, error.get("is_transient") is True, text)
     return CrawlError(error_class, message, platform_code=platform_code, http_status=http_status, retry_after=retry_after)
 
 
-def _error_class(code: int | None, subcode: int | None, is_transient: bool) -> ErrorClass:
+def _error_class(code: int | None, subcode: int | None, is_transient: bool, message: str = "") -> ErrorClass:
     if code in RATE_LIMITED_CODES or is_transient:
         return ErrorClass.RATE_LIMITED
+    if code == POLICY_BLOCK_CODE:
+        return ErrorClass.RATE_LIMITED  # a temporary block: wait and retry, never mark the page gone
     if code in AUTH_CODES:
         return ErrorClass.AUTH
+    if code == INVALID_PARAMETER_CODE and subcode != DELETED_SUBCODE and _CREDENTIAL_MESSAGE.search(message):
+        return ErrorClass.AUTH  # the token or app lacks a permission or feature: fix the credential
     if code == 10 or (code is not None and 200 <= code <= 299):
-        return ErrorClass.NOT_FOUND  # permission: permanent for this object
-    if code in (100, POLICY_BLOCK_CODE):
+        return ErrorClass.AUTH  # the token or app lacks a permission: the object is not gone
+    if code == INVALID_PARAMETER_CODE:
         return ErrorClass.NOT_FOUND  # subcode 33: deleted/private; otherwise an invalid request
     if code in TRANSIENT_CODES:
         return ErrorClass.HTTP_5XX

@@ -8,13 +8,16 @@ Every fbcdn URL is signed (`oh=`, `oe=`) and expires.
 """
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Iterator, Mapping
 
 from media_crawler.errors import ErrorClass
 from media_crawler.models import ItemError, MediaRecord
 from media_crawler.platforms.base import FeedItem
-from media_crawler.platforms.fields import as_float, as_int, as_list, as_str, compact, dig, parse_iso, require
+from media_crawler.platforms.fields import (
+    as_float, as_int, as_list, as_str, compact, dig, https_on, parse_iso, require,
+)
 from media_crawler.platforms.items import guarded
 
 PLATFORM = "facebook"
@@ -24,6 +27,11 @@ POST_FIELDS = f"id,created_time,message,permalink_url,from,{ATTACHMENT_FIELDS}"
 VIDEO_FIELDS = "source,permalink_url,length,format"
 VIDEO_TYPES = frozenset({"video", "video_inline", "video_autoplay", "video_share_youtube_inline", "animated_image_video"})
 PHOTO_TYPES = frozenset({"photo", "cover_photo", "profile_media", "album"})
+MEDIA_HOSTS = ("fbcdn.net",)
+# Object ids taken from an answer become URL paths sent with the token: only ids shaped
+# like Graph's (`1885259812583763`, `568848472421323_6336370013444574`) are ever requested.
+_GRAPH_ID = re.compile(r"\d{1,40}(?:_\d{1,40})?")
+MAX_ALBUM_NESTING = 8  # albums nest sub-attachments one level deep; deeper is not media we know
 
 
 def post_published_at(post: Mapping[str, Any]) -> datetime | None:
@@ -41,6 +49,8 @@ def site_url(value: Any) -> str | None:
 
 
 def normalize_post(post: Mapping[str, Any]) -> list[FeedItem]:
+    if not isinstance(post, Mapping):
+        return [ItemError(PLATFORM, ErrorClass.PARSE_ERROR.value, "facebook: post is not an object")]
     post_id = as_str(post.get("id"))
     if not post_id:
         return [ItemError(PLATFORM, ErrorClass.PARSE_ERROR.value, "facebook: post without id")]
@@ -69,14 +79,18 @@ def media_attachments(post: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
 
 
 def _unfold(attachment: Any) -> Iterator[Mapping[str, Any]]:
-    if not isinstance(attachment, Mapping):
-        return
-    subattachments = as_list(dig(attachment, "subattachments", "data"))
-    if subattachments:
-        for sub in subattachments:
-            yield from _unfold(sub)
-    elif attachment_kind(attachment):
-        yield attachment
+    """The media of an attachment in order, depth-first, without recursion."""
+    stack = [(attachment, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        subattachments = as_list(dig(node, "subattachments", "data"))
+        if subattachments:
+            if depth < MAX_ALBUM_NESTING:
+                stack.extend((sub, depth + 1) for sub in reversed(subattachments))
+        elif attachment_kind(node):
+            yield node
 
 
 def attachment_kind(attachment: Mapping[str, Any]) -> str | None:
@@ -99,7 +113,8 @@ def attachment_record(
     )
     title = as_str(attachment.get("title"))
     if attachment_kind(attachment) == "video":
-        url = require(as_str(dig(attachment, "media", "source")), f"attachment {item_id} media.source")
+        url = https_on(require(as_str(dig(attachment, "media", "source")), f"attachment {item_id} media.source"),
+                       MEDIA_HOSTS)
         return MediaRecord(
             platform=PLATFORM, item_id=item_id, variant="source", kind="video", canonical_url=canonical,
             media_url=url, published_at=published_at,
@@ -107,7 +122,7 @@ def attachment_record(
             meta={**post_meta, **compact(title=title)},
         )
     image = dig(attachment, "media", "image")
-    url = require(as_str(dig(image, "src")), f"attachment {item_id} media.image.src")
+    url = https_on(require(as_str(dig(image, "src")), f"attachment {item_id} media.image.src"), MEDIA_HOSTS)
     return MediaRecord(
         platform=PLATFORM, item_id=item_id, variant="image", kind="image", canonical_url=canonical,
         media_url=url, published_at=published_at,
@@ -116,24 +131,31 @@ def attachment_record(
     )
 
 
+def is_graph_id(value: str) -> bool:
+    return bool(_GRAPH_ID.fullmatch(value))
+
+
 def videos_missing_source(post: Mapping[str, Any]) -> list[str]:
-    """Target ids of video attachments the posts edge answered without `source`."""
+    """Target ids of video attachments the posts edge answered without `source`
+    (the crawl asks each one's node for it)."""
     return [
         target_id for attachment in media_attachments(post)
-        if attachment_kind(attachment) == "video" and not dig(attachment, "media", "source")
-        and (target_id := as_str(dig(attachment, "target", "id")))
+        if attachment_kind(attachment) == "video" and not as_str(dig(attachment, "media", "source"))
+        and (target_id := as_str(dig(attachment, "target", "id"))) and is_graph_id(target_id)
     ]
 
 
 def normalize_video_node(node: Mapping[str, Any]) -> list[FeedItem]:
     """`GET /{video-id}?fields=source,...` (and the /videos edge) → one record."""
+    if not isinstance(node, Mapping):
+        return [ItemError(PLATFORM, ErrorClass.PARSE_ERROR.value, "facebook: video node is not an object")]
     video_id = as_str(node.get("id"))
     return guarded(PLATFORM, video_id, lambda: [video_node_record(node)])
 
 
 def video_node_record(node: Mapping[str, Any], video_id: str | None = None) -> MediaRecord:
     video_id = require(video_id or as_str(node.get("id")), "video id")
-    url = require(as_str(node.get("source")), f"video {video_id} source")
+    url = https_on(require(as_str(node.get("source")), f"video {video_id} source"), MEDIA_HOSTS)
     meta = compact(
         title=as_str(node.get("title")),
         text=as_str(node.get("description")),

@@ -10,12 +10,12 @@ The rate budget (`after_response` hook) uses the pressure to slow down
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from media_crawler.platforms.fields import as_float
 from media_crawler.platforms.responses import header
+from media_crawler.platforms.safe_json import loads
 
 USAGE_FIELDS = ("call_count", "total_cputime", "total_time")
 SLOWDOWN_FROM = 50.0  # below this share of a limit, no delay
@@ -77,6 +77,6 @@ def _json_header(headers: Mapping[str, str] | None, name: str) -> Any:
     if not text:
         return None
     try:
-        return json.loads(text)
-    except ValueError:
+        return loads(text)
+    except (ValueError, TypeError):
         return None  # malformed usage headers must never fail a request

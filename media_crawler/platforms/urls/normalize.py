@@ -18,7 +18,9 @@ from media_crawler.errors import CrawlError
 from media_crawler.models import KINDS, MediaRecord
 from media_crawler.net.targets import join_reference
 from media_crawler.platforms.base import FeedItem
-from media_crawler.platforms.fields import MissingField, as_int, as_list, as_str, compact, from_unix, parse_iso, require
+from media_crawler.platforms.fields import (
+    MissingField, as_list, as_size, as_str, compact, from_unix, parse_iso, require,
+)
 from media_crawler.platforms.items import guarded
 from media_crawler.scrub import scrub_url
 
@@ -97,7 +99,7 @@ def item_record(item: Mapping[str, Any], feed_url: str) -> MediaRecord:
         media_url=url,
         published_at=item_published_at(item),
         expected_sha256=sha256,
-        expected_size=as_int(item.get("size")),
+        expected_size=as_size(item.get("size")),
         meta=compact(title=as_str(item.get("title")), post_url=as_str(item.get("page_url"))),
     )
 
@@ -106,5 +108,15 @@ def normalize_feed(body: Any, feed_url: str) -> list[FeedItem]:
     items: list[FeedItem] = []
     for item in feed_items(body):
         url = as_str(item.get("url")) if isinstance(item, Mapping) else None
-        items += guarded(PLATFORM, url and scrub_url(url), lambda item=item: [item_record(item, feed_url)])
+        items += guarded(PLATFORM, _shown(url), lambda item=item: [item_record(item, feed_url)])
     return items
+
+
+def _shown(url: str | None) -> str | None:
+    """The item's URL as an ItemError names it: scrubbed, and short enough to log."""
+    if not url:
+        return None
+    try:
+        return scrub_url(url)[:500]
+    except ValueError:  # pragma: no cover - scrub_url keeps what it cannot parse
+        return None

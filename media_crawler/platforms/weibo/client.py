@@ -134,7 +134,7 @@ class WeiboAdapter(PlatformAdapter):
         body = self._get(url, {"id": mid}, api)
         mblog = normalize.mblog_from_show(body)
         if mblog is None:
-            raise parse_error(PLATFORM, f"statuses/show for {mid} carries no post", str(body))
+            raise parse_error(PLATFORM, f"statuses/show for {mid} carries no post", body)
         return mblog
 
     # -- transport --------------------------------------------------------------------

@@ -26,16 +26,19 @@ _ABSOLUTE_FORMAT = "%a %b %d %H:%M:%S %z %Y"
 
 def parse_created_at(text: object, now: datetime | None = None) -> datetime | None:
     """UTC datetime, or None when the text is absent or in no known form."""
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not text.strip() or len(text) > 64:
         return None
     text = text.strip()
     try:
         return datetime.strptime(text, _ABSOLUTE_FORMAT).astimezone(timezone.utc)
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: year 1 east of UTC falls off the calendar
         pass
-    local_now = (now or datetime.now(timezone.utc)).astimezone(CHINA)
-    moment = _relative(text, local_now)
-    return moment.astimezone(timezone.utc) if moment else None
+    try:
+        local_now = (now or datetime.now(timezone.utc)).astimezone(CHINA)
+        moment = _relative(text, local_now)
+        return moment.astimezone(timezone.utc) if moment else None
+    except (ValueError, OverflowError):  # "99999999天前": before year 1
+        return None
 
 
 def _relative(text: str, now: datetime) -> datetime | None:

@@ -27,7 +27,7 @@ NOT_FOUND_ERRNOS = frozenset({20101, 20112, 20003})  # target post missing / hid
 def classify_body(body: Any) -> Verdict:
     """'ok' or 'end' for a decoded body; raises CrawlError for errors."""
     if not isinstance(body, dict):
-        raise parse_error(PLATFORM, "answer is not a JSON object", str(body))
+        raise parse_error(PLATFORM, "answer is not a JSON object", body)
     ok = as_int(body.get("ok"))
     message = as_str(body.get("msg")) or as_str(body.get("message")) or ""
     if ok == 1:
@@ -42,7 +42,7 @@ def classify_body(body: Any) -> Verdict:
             raise CrawlError(ErrorClass.NOT_FOUND, f"ok:0 {message}".strip(), platform_code=errno or 0)
         if any(text in message for text in END_OF_LIST_MESSAGES) or not message:
             return "end"
-    raise parse_error(PLATFORM, f"unexpected answer ok={body.get('ok')!r} {message}".strip(), str(body))
+    raise parse_error(PLATFORM, f"unexpected answer ok={body.get('ok')!r:.80} {message[:200]}".strip(), body)
 
 
 def decode_response(response: ApiResponse) -> Any:

@@ -16,7 +16,7 @@ from media_crawler.models import MediaRecord
 from media_crawler.platforms.base import FeedItem
 from media_crawler.platforms.fields import MissingField, as_int, as_list, as_str, compact, dig, require
 from media_crawler.platforms.items import guarded
-from media_crawler.platforms.weibo.posts import PLATFORM, PostContext
+from media_crawler.platforms.weibo.posts import PLATFORM, PostContext, media_url
 
 CANONICAL_IMAGE = "https://wx1.sinaimg.cn/large/{pid}.{ext}"
 # ajax `pic_infos` sizes, biggest first.
@@ -35,7 +35,10 @@ class Picture:
 
 
 def is_sinaimg(url: str) -> bool:
-    return (urlsplit(url).hostname or "").endswith(".sinaimg.cn")
+    try:
+        return (urlsplit(url).hostname or "").endswith(".sinaimg.cn")
+    except ValueError:  # a malformed host: not one of ours
+        return False
 
 
 def upgrade_to_large(url: str) -> str:
@@ -127,7 +130,7 @@ def picture_records(picture: Picture, post: PostContext) -> list[MediaRecord]:
         variant="gif" if picture.is_gif else "large",
         kind="image",
         canonical_url=canonical,
-        media_url=picture.url,
+        media_url=media_url(picture.url),
         published_at=post.published_at,
         group=picture.pid if picture.live_url else None,
         meta=meta,
@@ -140,7 +143,7 @@ def picture_records(picture: Picture, post: PostContext) -> list[MediaRecord]:
         variant="live",
         kind="video",
         canonical_url=f"{canonical}#live",
-        media_url=picture.live_url,
+        media_url=media_url(picture.live_url),
         published_at=post.published_at,
         group=picture.pid,
         resolve_ref=post.resolve_ref,  # the clip URL is signed (Expires/ssig)

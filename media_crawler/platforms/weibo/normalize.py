@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from media_crawler.errors import ErrorClass
 from media_crawler.models import ItemError
 from media_crawler.platforms.base import FeedItem
-from media_crawler.platforms.fields import as_int, as_list, dig
+from media_crawler.platforms.fields import as_int, as_list, as_str, dig
 from media_crawler.platforms.items import guarded
 from media_crawler.platforms.weibo.images import post_picture_items
 from media_crawler.platforms.weibo.posts import PLATFORM, is_tombstone, post_context, post_mid, post_time
@@ -25,10 +25,19 @@ MBLOG_CARD = 9  # getIndex: only card_type 9 carries an mblog
 def normalize_mblog(
     mblog: Mapping[str, Any], now: datetime | None = None, max_height: int = 1080, api: str = "mobile"
 ) -> list[FeedItem]:
-    """Every record (and per-item error) one feed post yields."""
+    """Every record (and per-item error) one feed post yields. A post whose
+    shape drifted past what its pictures and videos isolate fails alone."""
+    if not isinstance(mblog, Mapping):
+        return [ItemError(PLATFORM, ErrorClass.PARSE_ERROR.value, "weibo: post is not an object")]
     mid = post_mid(mblog)
     if not mid:
         return [ItemError(PLATFORM, ErrorClass.PARSE_ERROR.value, "weibo: post without mid/id")]
+    return guarded(PLATFORM, mid, lambda: _normalize_post(mblog, mid, now, max_height, api))
+
+
+def _normalize_post(
+    mblog: Mapping[str, Any], mid: str, now: datetime | None, max_height: int, api: str
+) -> list[FeedItem]:
     published_at = post_time(mblog, now)
     items = _own_media(mblog, published_at, max_height, api, via=None)
     original = mblog.get("retweeted_status")
@@ -73,7 +82,8 @@ def mblogs_from_getindex(body: Any) -> list[Mapping[str, Any]]:
     mblogs = []
     for card in as_list(dig(body, "data", "cards")):
         cards = [card, *as_list(dig(card, "card_group"))]
-        mblogs += [c["mblog"] for c in cards if dig(c, "card_type") == MBLOG_CARD and isinstance(dig(c, "mblog"), Mapping)]
+        mblogs += [c["mblog"] for c in cards
+                   if as_int(dig(c, "card_type")) == MBLOG_CARD and isinstance(dig(c, "mblog"), Mapping)]
     return mblogs
 
 
@@ -81,11 +91,11 @@ def getindex_next_params(body: Any) -> dict[str, str] | None:
     """The next page's cursor param: `since_id` (absent or 0 on the last page),
     or, on layouts that page by number, `page` + 1."""
     info = dig(body, "data", "cardlistInfo")
-    since_id = dig(info, "since_id")
-    if since_id not in (None, "", 0, "0"):
-        return {"since_id": str(since_id)}
+    since_id = as_str(dig(info, "since_id"))
+    if since_id not in (None, "0"):
+        return {"since_id": since_id}
     page = as_int(dig(info, "page"))
-    return {"page": str(page + 1)} if page else None
+    return {"page": str(page + 1)} if page and 0 < page < 1_000_000 else None
 
 
 def mblogs_from_ajax(body: Any) -> list[Mapping[str, Any]]:

@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping
 
-from media_crawler.platforms.fields import as_int, as_str, compact, dig
+from media_crawler.platforms.fields import as_int, as_list, as_str, compact, dig, https_on
 from media_crawler.platforms.weibo.dates import parse_created_at
 
 PLATFORM = "weibo"
+# The picture and video CDNs (adapter default_media_hosts): both serve https.
+MEDIA_HOSTS = ("sinaimg.cn", "weibocdn.com")
 FEED_PICTURE_LIMIT = 9  # a feed entry lists at most 9 pictures; more need the detail
 _TAG = re.compile(r"<[^>]+>")
 
@@ -32,7 +34,14 @@ class PostContext:
         return f"show:{self.api}:{self.mid}"
 
 
+def media_url(url: str) -> str:
+    """A picture, clip or video URL as fetched: https on Weibo's CDNs, else as served."""
+    return https_on(url, MEDIA_HOSTS)
+
+
 def post_mid(mblog: Mapping[str, Any]) -> str | None:
+    if not isinstance(mblog, Mapping):
+        return None
     return as_str(mblog.get("mid")) or as_str(mblog.get("idstr")) or as_str(mblog.get("id"))
 
 
@@ -81,7 +90,7 @@ def post_context(
 
 def is_tombstone(mblog: Mapping[str, Any]) -> bool:
     """A repost of a deleted or hidden post: `{deleted: "1"}` and no content."""
-    return str(mblog.get("deleted") or "") == "1"
+    return as_str(mblog.get("deleted")) == "1"
 
 
 def is_pinned(mblog: Mapping[str, Any]) -> bool:
@@ -91,7 +100,7 @@ def is_pinned(mblog: Mapping[str, Any]) -> bool:
 
 
 def picture_count(mblog: Mapping[str, Any]) -> int:
-    listed = len(mblog.get("pics") or mblog.get("pic_ids") or [])
+    listed = len(as_list(mblog.get("pics")) or as_list(mblog.get("pic_ids")))
     return max(as_int(mblog.get("pic_num")) or 0, listed)
 
 

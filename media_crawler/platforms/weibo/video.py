@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from media_crawler.models import MediaRecord
 from media_crawler.platforms.fields import as_float, as_int, as_list, as_str, compact, dig, require
-from media_crawler.platforms.weibo.posts import PLATFORM, PostContext
+from media_crawler.platforms.weibo.posts import PLATFORM, PostContext, media_url
 
 VIDEO_PAGE = "https://video.weibo.com/show?fid={object_id}"
 # Named URL fields and the height their label stands for (hd is 480p, ld/sd 360p).
@@ -82,8 +82,7 @@ def video_record(page_info: Mapping[str, Any], post: PostContext, max_height: in
     meta = {
         **post.meta,
         **compact(
-            title=as_str(page_info.get("title")) or as_str(page_info.get("page_title"))
-            or as_str(media_info.get("video_title")) or as_str(media_info.get("name")),
+            title=video_title(page_info, media_info),
             duration=as_float(media_info.get("duration")),
             width=rendition.width,
             height=rendition.height,
@@ -96,12 +95,26 @@ def video_record(page_info: Mapping[str, Any], post: PostContext, max_height: in
         variant=rendition.label,
         kind="video",
         canonical_url=f"{page}#{rendition.label}",
-        media_url=rendition.url,
+        media_url=media_url(rendition.url),
         published_at=post.published_at,
         group=object_id or post.mid,
         resolve_ref=post.resolve_ref,  # f.video.weibocdn.com URLs are signed (Expires/ssig)
         meta=meta,
     )
+
+
+def video_title(page_info: Mapping[str, Any], media_info: Mapping[str, Any]) -> str | None:
+    """The video's own title: `media_info.titles[]` (the `default` entry, else
+    the first), then `video_title`; `page_title` and `name` are the card's
+    generic caption (often the post text), the last resort."""
+    titles = [entry for entry in as_list(media_info.get("titles")) if isinstance(entry, Mapping)]
+    titles.sort(key=lambda entry: entry.get("default") is not True)  # stable: the default first
+    for candidate in [*(entry.get("title") for entry in titles), media_info.get("video_title"),
+                      page_info.get("title"), page_info.get("page_title"), media_info.get("name")]:
+        title = as_str(candidate)
+        if title:
+            return title
+    return None
 
 
 def post_videos(mblog: Mapping[str, Any]) -> list[Mapping[str, Any]]:
