@@ -229,6 +229,30 @@ def floor_reading(grouped) -> list[str]:
     return [line]
 
 
+def before_and_after(grouped, before_rev: str) -> list[str]:
+    """The project now against a previous revision (the `before` phase), each by its ratio to
+    req_pool8 and its CPU per file in its own phase, so minute-to-minute drift cancels."""
+    lines = []
+    for set_name, now_tag in (("main", "clean"), ("small", "clean")):
+        before, now = grouped.get(("before", set_name, PROJECT)), grouped.get((now_tag, set_name, PROJECT))
+        pool_before, pool_now = grouped.get(("before", set_name, "req_pool8")), grouped.get((now_tag, set_name, "req_pool8"))
+        if not (before and now and pool_before and pool_now):
+            continue
+        files = now[0]["files"]
+        row = []
+        for label, rs, pool in (("before", before, pool_before), ("now", now, pool_now)):
+            wall, cpu = median(rs, "wall"), median(rs, "cpu")
+            row.append((label, wall, wall / median(pool, "wall"), cpu, cpu / files * 1000, median(pool, "cpu") / files * 1000,
+                        verified(rs)))
+        lines.append(f"| {set_name} | " + " | ".join(
+            f"{wall:.2f} s = {ratio:.2f}x req_pool8; {cpu:.2f} s CPU = {per:.2f} ms/file (req_pool8 {pool_per:.2f}); {ok}"
+            for _label, wall, ratio, cpu, per, pool_per, ok in row) + " |")
+    if not lines:
+        return []
+    return ["", f"## This revision against `{before_rev}` (the `before` phase, same run, same peers)", "",
+            "| set | before | now |", "|---|---|---|"] + lines
+
+
 def main(results: Path) -> str:
     records = load(results)
     if not records:
@@ -252,6 +276,7 @@ def main(results: Path) -> str:
             "| criterion | target | measured | result |", "|---|---|---|---|"]
     out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in check.rows]
     out += ["", "## Reading", ""] + [f"- {line}" for line in check.reading + durability_floor(phys, grouped) + floor_reading(grouped)]
+    out += before_and_after(grouped, machine.get("before_rev") or "before")
     out += ["", NOTES]
     out += ["", "## All results (medians)", "",
             "`sent/corpus`: bytes the server sent over the bytes of the files; `ok/miss/corrupt`: the worst "

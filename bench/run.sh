@@ -12,6 +12,10 @@
 # (stream, sha256, fsync, link into sha256/ab/cd/), in the project's place, against
 # curl and req_pool8 on the main set (FLOOR_REPS): what any tool keeping those rules
 # takes on this machine.
+# `before`: with BEFORE_REV set (a git revision), that revision runs as the project on the
+# main and small sets beside curl and req_pool8 (BEFORE_REPS), from a worktree of it with
+# this venv: what a change cost, as ratios to the same peers in the same run (BEFORE_ALLOW:
+# its --allow-host argument, default 127.0.0.1, the spelling revisions before the URL policy took).
 # Other variables (REPS, SMALL_REPS, FAULT_REPS, TOOLS, FTOOLS, SKIP_SETUP, BENCH_WORK)
 # go to run_bench.sh unchanged.
 set -euo pipefail
@@ -61,6 +65,17 @@ if [[ " $PHASES " == *" floor "* ]]; then
     --tools curl,req_pool8,project --tag floor --out "$RESULTS/floor_main.jsonl"
 fi
 
+if [ -n "${BEFORE_REV:-}" ]; then
+  BEFORE_DIR="$BENCH_WORK/before-$(git -C "$REPO" rev-parse --short "$BEFORE_REV")"
+  [ -d "$BEFORE_DIR" ] || git -C "$REPO" worktree add --detach "$BEFORE_DIR" "$BEFORE_REV" >/dev/null
+  for set_name in main small; do
+    reps="${BEFORE_REPS:-3}"; [ "$set_name" = small ] && reps="${BEFORE_SMALL_REPS:-2}"
+    BENCH_PROJECT_CMD="env PYTHONPATH=$BEFORE_DIR $REPO/.venv/bin/python -m media_crawler.cli fetch-urls --feed {feed} --store {out} --allow-host ${BEFORE_ALLOW:-127.0.0.1} --workers 8" \
+      "$BENCH_WORK/venv/bin/python" "$SHARED/bench.py" run --set "$set_name" --reps "$reps" \
+      --tools curl,req_pool8,project --tag before --out "$RESULTS/before_$set_name.jsonl"
+  done
+fi
+
 {
   echo "{"
   echo "  \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\","
@@ -72,7 +87,8 @@ fi
   echo "  \"loadavg_before\": \"$started_load\","
   echo "  \"loadavg_after\": \"$(cut -d' ' -f1-3 /proc/loadavg)\","
   echo "  \"project_cmd\": \"$BENCH_PROJECT_CMD\","
-  echo "  \"phases\": \"$PHASES\""
+  echo "  \"phases\": \"$PHASES\","
+  echo "  \"before_rev\": \"${BEFORE_REV:-}\""
   echo "}"
 } > "$RESULTS/machine.json"
 

@@ -2,7 +2,9 @@
 
 Prints one JSON line saying why (`{"probe":"ready","ok":false,"reason":"platform
 in auth failure: facebook (2 in the last hour)",...}`), for orchestrators'
-probes and for the person reading their events.
+probes and for the person reading their events. `--ready` also names the
+platforms whose requests mostly fail server-side (`checks.platform_outage`:
+down or degraded, since when), without failing on them.
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     probe = parser.add_mutually_exclusive_group(required=True)
     probe.add_argument("--live", action="store_true", help="the process and the database answer")
     probe.add_argument("--ready", action="store_true",
-                       help="database and store writable, disk above min_free_bytes, no platform in auth failure")
+                       help="database and store writable, disk above min_free_bytes, no platform in auth failure "
+                            "(platforms down or degraded are reported, not gating)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,6 +3,9 @@
 Serves Prometheus text at http://H:P/metrics, computed from the ledger on each
 scrape (observe/metrics.py), until SIGINT/SIGTERM. `--once` prints one scrape
 to stdout and exits (for a node_exporter textfile collector, or a quick look).
+With DAGSTER_HOME naming an instance, queued runs and the run queue and step
+start delay histograms come from its run storage too (`--no-dagster`: not).
+Alerting rules over these metrics: deploy/alerts.yaml.
 """
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1; 0.0.0.0 for a scraper on another host)")
     parser.add_argument("--once", action="store_true", help="print one scrape to stdout and exit")
+    parser.add_argument("--no-dagster", action="store_true",
+                        help="leave out Dagster's queued runs and delays (no run storage read)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,7 +35,19 @@ def run(args: argparse.Namespace) -> int:
     from media_crawler.store.ledger import Ledger
 
     config = observed_config(args.config)
-    registry = ledger_registry(Ledger(config.ledger_url).engine, config)
+    instance = None
+    if not args.no_dagster:
+        from media_crawler.observe.dagster_runs import instance_from_environment
+
+        try:
+            instance, why_not = instance_from_environment()
+        except Exception as exc:  # the ledger's metrics still answer; the instance's absence is said once
+            instance, why_not = None, f"{type(exc).__name__}: {exc}"
+        if instance is None:
+            from media_crawler.scrub import scrub_text
+
+            print(f"Dagster run storage not read: {scrub_text(why_not)[:300]}", file=sys.stderr, flush=True)
+    registry = ledger_registry(Ledger(config.ledger_url).engine, config, instance=instance)
     if args.once:
         sys.stdout.write(generate_latest(registry).decode())
         return 0

@@ -1,9 +1,12 @@
-"""`media-crawler status [--json] [--config sources.yaml]`: is the crawler keeping up?
+"""`media-crawler status [--json] [--config sources.yaml] [--no-dagster]`: is the crawler keeping up?
 
-Backlog by state and age, throughput over the last hour, per-platform health
-(rate limited since when, auth failures), items leased by workers that no
-longer renew their lease ("uncertain"), p50/p95 of each stage delay, and the
-free disk of the store.
+Backlog by state and age, why items wait (one reason each, per platform, with
+the oldest age: observe/waits.py), throughput over the last hour, per-platform
+health (auth failures, rate limited since when, down or degraded since when),
+items leased by workers that no longer renew their lease ("uncertain"),
+p50/p95 of each stage delay, Dagster's queued runs, run queue delay and step
+start delay (from the instance DAGSTER_HOME names; `--no-dagster` skips them,
+and the 1.4 s that importing Dagster costs), and the free disk of the store.
 """
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_config_argument(parser)
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.add_argument("--no-dagster", action="store_true",
+                        help="leave out Dagster's run queue and step start delays (no run storage read)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,13 +31,32 @@ def run(args: argparse.Namespace) -> int:
     from media_crawler.store.ledger import Ledger
 
     config = observed_config(args.config)
-    status = build_status(Ledger(config.ledger_url).engine, config, time.time())
+    instance, absent = None, "--no-dagster"
+    if not args.no_dagster:
+        instance, absent = _dagster_instance()
+    try:
+        status = build_status(Ledger(config.ledger_url).engine, config, time.time(), instance=instance,
+                              dagster_absent=absent or "")
+    finally:
+        if instance is not None:
+            instance.dispose()
     if args.json:
         json.dump(status, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_text(status))
     return 0
+
+
+def _dagster_instance():
+    """(instance, None), or (None, why not): an instance that cannot be opened is a line of the status, not its end."""
+    from media_crawler.observe.dagster_runs import instance_from_environment
+    from media_crawler.scrub import scrub_text
+
+    try:
+        return instance_from_environment()
+    except Exception as exc:
+        return None, scrub_text(f"Dagster instance not readable: {type(exc).__name__}: {exc}")[:300]
 
 
 def render_text(status: dict) -> str:
@@ -47,6 +71,12 @@ def render_text(status: dict) -> str:
         lines.append(f"  {state:<12} {entry['count']:>7}  oldest {clock_text(entry['oldest_age_s'])}  ({ages}{due})")
     if not status["backlog"]:
         lines.append("  none")
+    lines.append("waiting (reason: items, oldest; per platform):")
+    for reason, entry in status.get("waiting", {}).items():
+        platforms = "; ".join(_waiting_platform(name, item) for name, item in entry["platforms"].items())
+        lines.append(f"  {reason:<16} {entry['count']:>7}  oldest {clock_text(entry['oldest_age_s'])}  ({platforms})")
+    if not status.get("waiting"):
+        lines.append("  nothing waits")
     rate = status["throughput_1h"]
     lines.append(f"last hour: {rate['items_committed']} items, {human_bytes(rate['bytes_committed'])} committed "
                  f"({rate['items_per_min']}/min, {human_bytes(rate['bytes_per_s'])}/s)")
@@ -58,6 +88,10 @@ def render_text(status: dict) -> str:
                           + (f", slowed until {health['slowed_until']}" if health["slowed_until"] else ""))
         if health["auth_failures_1h"]:
             detail.append(f"{health['auth_failures_1h']} auth failure(s) since {health['auth_failed_since']}")
+        if health.get("outage_state", "ok") != "ok":
+            detail.append(f"{health['outage_state']} since {health['outage_since'] or '?'}: "
+                          f"{health['outage_failures_1h']} server-side failure(s), {health['requests_ok_1h']} ok "
+                          f"in the last hour")
         lines.append(f"  {name:<9} {health['status']:<13} {'; '.join(detail)}".rstrip())
     uncertain = status["uncertain"]
     lines.append(f"uncertain (lease expired, worker silent): {uncertain['count']}"
@@ -72,10 +106,33 @@ def render_text(status: dict) -> str:
                          f"max {_seconds(delay['max'])}  ({delay['count']} items)")
         else:
             lines.append(f"  {name:<10} no items")
+    dagster = status.get("dagster") or {}
+    if dagster.get("available"):
+        queued = ", ".join(f"{name} {entry['count']} (oldest {clock_text(entry['oldest_age_s'])})"
+                           for name, entry in dagster["runs_queued"].items()) or "none"
+        delay = dagster["run_queue_delay_s"]
+        lines.append(f"dagster: runs queued: {queued}; run queue delay p50 {_seconds(delay['p50'])} "
+                     f"p95 {_seconds(delay['p95'])} max {_seconds(delay['max'])} ({delay['count']} runs)")
+        for stage, steps in dagster["step_start_delay_s"].items():
+            lines.append(f"  step start {stage:<9} p50 {_seconds(steps['p50'])}  p95 {_seconds(steps['p95'])}  "
+                         f"max {_seconds(steps['max'])}  ({steps['count']} steps)")
+    else:
+        lines.append(f"dagster: not read ({dagster.get('reason') or 'no instance'})")
     disk = status["disk"]
     lines.append(f"disk: {human_bytes(disk['free_bytes'])} free of {human_bytes(disk['total_bytes'])} at {disk['path']}"
                  + ("  BELOW min_free_bytes" if disk["below_minimum"] else ""))
     return "\n".join(lines) + "\n"
+
+
+def _waiting_platform(name: str, item: dict) -> str:
+    from media_crawler.observe.progress import clock_text
+
+    text = f"{name} {item['count']}, oldest {clock_text(item['oldest_age_s'])}"
+    if item.get("causes"):
+        text += " [" + ", ".join(f"{cause} {count}" for cause, count in sorted(item["causes"].items())) + "]"
+    if item.get("retry_after_s_max") is not None:
+        text += f" Retry-After up to {item['retry_after_s_max']:g} s"
+    return text
 
 
 def _seconds(value: float | None) -> str:

@@ -3,7 +3,10 @@ and whole lines even when several processes share the stream."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import IO
+
+from media_crawler.observe.logging import LOG_LAG
 
 
 class ProcessWriteLock:
@@ -49,10 +52,13 @@ class BatchedLines:
     processes interleave but never mix.
     """
 
+    measures_lag = True  # logging.MeasuredStreamHandler leaves the log lag to write time here
+
     def __init__(self, stream: IO[str], interval: float = 0.2, process_lock: ProcessWriteLock | None = None) -> None:
         self._stream, self._interval = stream, interval
         self.process_lock = process_lock
         self._lines: list[str] = []
+        self._first_at = 0.0  # when the batch's oldest line arrived: its lag is the batch's
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._reader_left = False
@@ -72,6 +78,8 @@ class BatchedLines:
         if self._reader_left:  # nobody reads them any more: do not pile them up for the rest of the run
             return len(text)
         with self._lock:
+            if not self._lines:
+                self._first_at = time.time()
             self._lines.append(text)
         return len(text)
 
@@ -99,15 +107,16 @@ class BatchedLines:
 
     def _write_batch(self) -> None:
         with self._lock:
-            lines, self._lines = self._lines, []
+            lines, self._lines, first_at = self._lines, [], self._first_at
         if not lines:
             return
         text = "".join(lines)
         if self.process_lock is None:
             self._write(text)
-            return
-        with self.process_lock:
-            self._write(text)
+        else:
+            with self.process_lock:
+                self._write(text)
+        LOG_LAG.observe(time.time() - first_at)
 
     def _write(self, text: str) -> None:
         self._stream.write(text)

@@ -4,6 +4,10 @@ live:  the process runs and the ledger database answers a query.
 ready: the database takes a write, the store takes a write, the store's disk
        has more than `min_free_bytes` free, and no platform had an auth
        failure in the last hour (a crawl would only collect more of them).
+       Platforms whose requests mostly fail server-side are shown too
+       (`platform_outage`: down or degraded, since when) without failing the
+       probe: a platform's outage is not this worker's, the outage breaker
+       already spares it, and the other platforms still need the worker.
 
 Each probe returns a `ProbeResult`; the command prints it as one JSON line and
 exits 0 (pass) or 1 (fail).
@@ -74,7 +78,11 @@ def ready(engine: Engine, config: CrawlConfig, now: float | None = None) -> Prob
     record("store_writable", lambda: _probe_store(config), "store not writable")
     record("disk_free", lambda: _disk_above_minimum(config), "disk below min_free_bytes")
     record("platform_auth", lambda: _no_auth_failures(engine, now), "platform in auth failure")
+    outages = _platform_outages(engine, now)
+    checks["platform_outage"] = outages
     reason = "; ".join(failures) if failures else "database and store writable, disk above minimum, no auth failures"
+    if outages.get("platforms"):
+        reason += "; " + outages["detail"] + " (not gating readiness)"
     return ProbeResult("ready", not failures, reason, checks)
 
 
@@ -115,6 +123,25 @@ def _disk_above_minimum(config: CrawlConfig) -> str:
     if disk["below_minimum"]:
         raise CheckFailed(f"{disk['free_bytes']} bytes free < min_free_bytes {disk['min_free_bytes']}")
     return f"{disk['free_bytes']} bytes free"
+
+
+def _platform_outages(engine: Engine, now: float) -> dict[str, Any]:
+    """Platforms down or degraded (ledger_stats.platform_outage), since when. Always ok:
+    shown, not gating (see the module docstring)."""
+    from media_crawler.observe.logging import utc_timestamp
+
+    def check() -> dict[str, Any]:
+        outage = ledger_stats.platform_outage(engine, now, PLATFORMS)
+        return {name: {"state": entry["outage_state"], "since": utc_timestamp(entry["outage_since"]),
+                       "failure_ratio_1h": entry["failure_ratio_1h"]}
+                for name, entry in outage.items() if entry["outage_state"] != "ok"}
+
+    result: dict[str, Any] = {}
+    passed, detail, ms = _timed(lambda: result.update(check()))
+    if not passed:
+        return {"ok": True, "detail": f"not computed: {detail}", "ms": round(ms, 1), "platforms": {}}
+    text = ", ".join(f"{name} {entry['state']} since {entry['since']}" for name, entry in sorted(result.items()))
+    return {"ok": True, "detail": text or "no platform down or degraded", "ms": round(ms, 1), "platforms": result}
 
 
 def _no_auth_failures(engine: Engine, now: float) -> str:

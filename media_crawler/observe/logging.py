@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 
 from media_crawler.scrub import scrub_text
@@ -38,6 +39,49 @@ ROOT_LOGGER = "media_crawler"
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # json.dumps with options builds one per call
+
+
+class LogLag:
+    """Log lag of this process: from an event's time (the record's `created`, the line's
+    `ts`) to its line written to the stream. It grows when stdout blocks (a log reader
+    that cannot keep up, a full pipe) or lines wait in a batch (batched_lines.py); a
+    log pipeline alerting on lines sees it that much later. `progress` events carry
+    the largest lag since the previous one (observe/progress.py)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count, self._sum, self._max = 0, 0.0, 0.0
+        self.total_count, self.total_max = 0, 0.0
+
+    def observe(self, seconds: float) -> None:
+        seconds = max(seconds, 0.0)
+        with self._lock:
+            self._count += 1
+            self._sum += seconds
+            self._max = max(self._max, seconds)
+            self.total_count += 1
+            self.total_max = max(self.total_max, seconds)
+
+    def take(self) -> dict | None:
+        """{writes, max_ms, mean_ms} since the previous take (None when nothing was written)."""
+        with self._lock:
+            count, total, largest = self._count, self._sum, self._max
+            self._count, self._sum, self._max = 0, 0.0, 0.0
+        if not count:
+            return None
+        return {"writes": count, "max_ms": round(largest * 1000, 1), "mean_ms": round(total / count * 1000, 2)}
+
+
+    def _after_fork_in_child(self) -> None:
+        """A forked writer (fetch-urls --processes) starts with a fresh lock: one another
+        thread held at the fork would never be released in the child."""
+        self._lock = threading.Lock()
+        self._count, self._sum, self._max = 0, 0.0, 0.0
+
+
+LOG_LAG = LogLag()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=LOG_LAG._after_fork_in_child)
 _PRE_SCRUBBED = "_mc_scrubbed"  # observe/events.py marks item records whose strings it scrubbed
 
 
@@ -97,7 +141,18 @@ class JsonFormatter(logging.Formatter):
             return json.dumps({k: scrub_text(str(v)) for k, v in data.items()}, ensure_ascii=False)
 
 
-class CurrentStdoutHandler(logging.StreamHandler):
+class MeasuredStreamHandler(logging.StreamHandler):
+    """A StreamHandler that measures each line's log lag (LOG_LAG) once written. A stream
+    that buffers lines itself (batched_lines.BatchedLines, `measures_lag`) measures them
+    when it writes them instead."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        super().emit(record)
+        if not getattr(self.stream, "measures_lag", False):
+            LOG_LAG.observe(time.time() - record.created)
+
+
+class CurrentStdoutHandler(MeasuredStreamHandler):
     """Writes to whatever `sys.stdout` is at emit time, not at creation.
 
     A handler that kept the stream it was built with would keep writing to a
@@ -120,7 +175,7 @@ class CurrentStdoutHandler(logging.StreamHandler):
 
 def configure(level: str = "INFO", stream=None) -> None:
     """JSON lines for the `media_crawler` loggers (CLI commands): on `stream`, else the current stdout."""
-    handler = logging.StreamHandler(stream) if stream is not None else CurrentStdoutHandler()
+    handler = MeasuredStreamHandler(stream) if stream is not None else CurrentStdoutHandler()
     handler.setFormatter(JsonFormatter())
     logger = logging.getLogger(ROOT_LOGGER)
     logger.handlers[:] = [handler]

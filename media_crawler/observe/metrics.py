@@ -1,18 +1,29 @@
-"""Prometheus metrics computed from the ledger on every scrape.
+"""Prometheus metrics computed from the ledger (and Dagster's run storage) on every scrape.
 
 A custom Collector, not counters incremented in-process: the crawl runs in
 many step processes (and on many hosts), and the ledger already holds every
 count, so any one `media-crawler metrics` process can answer for all of them
 with no shared registry. Labels are bounded: platform, stage, error_class,
-state, quantile; never URLs, item ids, run ids or worker names.
+reason, state (and `le`); never URLs, item ids, run ids or worker names.
+
+What Prometheus can aggregate: delays are histograms with fixed buckets
+(ledger_stats.DELAY_BUCKETS), cumulative over every committed item (read in
+full on the first scrape, then only what was committed since:
+ledger_stats.CommittedDelays), so
+`histogram_quantile(0.95, sum by (le, stage) (rate(media_crawler_stage_delay_seconds_bucket[1h])))`
+works across instances and over time; outcomes are counters; backlog, oldest
+ages and platform health are gauges. `promtool check metrics` passes on the
+output (media_crawler_tests/observe/test_metrics_lint.py, test_outage_drill.py).
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Callable, Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.utils import floatToGoString
 from sqlalchemy.engine import Engine
 
 from media_crawler.config import CrawlConfig
@@ -21,25 +32,41 @@ from media_crawler.observe import ledger_stats
 from media_crawler.observe.status import disk_usage
 
 PREFIX = "media_crawler"
+HEALTH_STATES = ("ok", "degraded", "down", "rate_limited", "auth_failed")
+
+
+def _buckets(counts: list[int], total: int, bounds: tuple[float, ...] = ledger_stats.DELAY_BUCKETS):
+    return [*((floatToGoString(bound), count) for bound, count in zip(bounds, counts)), ("+Inf", total)]
 
 
 class LedgerCollector(Collector):
-    def __init__(self, engine: Engine, config: CrawlConfig, clock: Callable[[], float] = time.time) -> None:
-        self.engine, self.config, self.clock = engine, config, clock
+    """instance: a DagsterInstance (optional) for queued runs, run queue and step start delays."""
+
+    def __init__(self, engine: Engine, config: CrawlConfig, clock: Callable[[], float] = time.time,
+                 instance=None) -> None:
+        self.engine, self.config, self.clock, self.instance = engine, config, clock, instance
+        self._run_delays = None
+        self._delays = ledger_stats.CommittedDelays(engine)
+        self._lock = threading.Lock()  # the HTTP server answers scrapes on threads; the run delays are state
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily(f"{PREFIX}_ledger_up", "1 when the ledger answered this scrape, else 0.")
-        try:
-            metrics = list(self._from_ledger(self.clock()))
-        except Exception:  # a scrape must answer even when the database does not: that is the signal
-            up.add_metric([], 0)
-            yield up
-            return
+        now = self.clock()
+        with self._lock:
+            runs, dagster = self._from_dagster(now)
+            try:
+                metrics = list(self._from_ledger(now, runs))
+            except Exception:  # a scrape must answer even when the database does not: that is the signal
+                up.add_metric([], 0)
+                yield up
+                yield from dagster
+                return
         up.add_metric([], 1)
         yield up
         yield from metrics
+        yield from dagster
 
-    def _from_ledger(self, now: float) -> Iterator[Metric]:
+    def _from_ledger(self, now: float, runs) -> Iterator[Metric]:
         items = GaugeMetricFamily(f"{PREFIX}_items", "Ledger rows (media variants) per platform and state.",
                                   labels=["platform", "state"])
         for (platform, state), count in sorted(ledger_stats.state_counts(self.engine).items()):
@@ -55,6 +82,18 @@ class LedgerCollector(Collector):
             bytes_total.add_metric([platform], committed[platform]["bytes"])
         yield items_total
         yield bytes_total
+        finished = CounterMetricFamily(
+            f"{PREFIX}_items_finished", "Items finished for good, by outcome (state committed or gone) and error class "
+            "(none for committed).", labels=["platform", "state", "error_class"])
+        for labels, count in ledger_stats.finished_outcomes(self.engine, committed).items():
+            finished.add_metric(list(labels), count)
+        yield finished
+        last = GaugeMetricFamily(f"{PREFIX}_last_commit_timestamp_seconds",
+                                 "Unix time of the latest commit to the store (absent while nothing is committed).")
+        last_at = ledger_stats.last_commit_at(self.engine)
+        if last_at is not None:
+            last.add_metric([], last_at)
+        yield last
 
         failing = GaugeMetricFamily(f"{PREFIX}_failing_items", "Items failing now, by the stage that failed them.",
                                     labels=["platform", "stage", "error_class", "state"])
@@ -64,27 +103,67 @@ class LedgerCollector(Collector):
             failing.add_metric([platform, "fetch", error_class, "page"], count)
         yield failing
 
-        yield from self._backlog(now)
+        yield from self._backlog(now, runs)
         yield from self._platforms(now)
-        yield from self._delays(now)
+        yield from self._histograms(now)
         disk = disk_usage(self.config.store_root, self.config.min_free_bytes)
         free = GaugeMetricFamily(f"{PREFIX}_store_free_bytes", "Free bytes on the store's filesystem.")
         free.add_metric([], disk["free_bytes"])
         yield free
+        minimum = GaugeMetricFamily(f"{PREFIX}_store_min_free_bytes",
+                                    "min_free_bytes: below it the disk guard stops admitting downloads.")
+        minimum.add_metric([], disk["min_free_bytes"])
+        yield minimum
 
-    def _backlog(self, now: float) -> Iterator[Metric]:
+    def _backlog(self, now: float, runs) -> Iterator[Metric]:
         oldest = GaugeMetricFamily(f"{PREFIX}_backlog_oldest_age_seconds",
                                    "Age in its state of the oldest unfinished row, per state.", labels=["state"])
         for state, entry in sorted(ledger_stats.backlog(self.engine, now).items()):
             oldest.add_metric([state], entry["oldest_age_s"])
         yield oldest
+
+        binding = ledger_stats.binding_budgets(self.engine, now)
+        rows = ledger_stats.waiting(self.engine, now, binding)
+        if runs is not None:
+            rows = ledger_stats.refine_with_runs(rows, runs.queued_partitions, runs.running_partitions)
+        waiting = ledger_stats.summarize_waiting(rows, now)
+        count = GaugeMetricFamily(f"{PREFIX}_waiting_items",
+                                  "Unfinished items by why they wait (one reason each, observe/waits.py).",
+                                  labels=["platform", "reason"])
+        age = GaugeMetricFamily(f"{PREFIX}_waiting_oldest_age_seconds",
+                                "How long the oldest item waiting for this reason has waited.",
+                                labels=["platform", "reason"])
+        retry_after = GaugeMetricFamily(f"{PREFIX}_waiting_retry_after_seconds",
+                                        "Largest Retry-After the platform sent to an item still in retry backoff.",
+                                        labels=["platform"])
+        for reason, entry in waiting.items():
+            for platform, item in entry["platforms"].items():
+                count.add_metric([platform, reason], item["count"])
+                age.add_metric([platform, reason], item["oldest_age_s"])
+                if reason == "retry_backoff" and item.get("retry_after_s_max") is not None:
+                    retry_after.add_metric([platform], item["retry_after_s_max"])
+        yield count
+        yield age
+        yield retry_after
+        budget = GaugeMetricFamily(f"{PREFIX}_rate_budget_binding",
+                                   "1 while the platform's shared rate budget is what its downloads wait for.",
+                                   labels=["platform"])
+        for platform in sorted(binding):
+            budget.add_metric([platform], 1)
+        yield budget
+
         leases = ledger_stats.expired_leases(self.engine, now)
         uncertain = GaugeMetricFamily(f"{PREFIX}_uncertain_items",
                                       "Items leased by a worker whose lease expired (the worker stopped renewing).",
                                       labels=["platform"])
-        for platform, count in sorted(leases["by_platform"].items()):
-            uncertain.add_metric([platform], count)
+        for platform, n in sorted(leases["by_platform"].items()):
+            uncertain.add_metric([platform], n)
         yield uncertain
+        uncertain_age = GaugeMetricFamily(f"{PREFIX}_uncertain_oldest_age_seconds",
+                                          "Seconds since the oldest uncertain lease expired (absent when none).")
+        if leases["oldest_expired_at"] is not None:
+            uncertain_age.add_metric([], max(now - leases["oldest_expired_at"], 0.0))
+        yield uncertain_age
 
     def _platforms(self, now: float) -> Iterator[Metric]:
         health = ledger_stats.platform_health(self.engine, now, PLATFORMS)
@@ -93,31 +172,80 @@ class LedgerCollector(Collector):
                                     labels=["platform"])
         auth = GaugeMetricFamily(f"{PREFIX}_platform_auth_failures", "Auth failures in the last hour.",
                                  labels=["platform"])
+        status = GaugeMetricFamily(
+            f"{PREFIX}_platform_status", "1 for the platform's current health (auth_failed, down, degraded, "
+            "rate_limited, ok: the worst that applies), 0 for the others.", labels=["platform", "state"])
+        since = GaugeMetricFamily(f"{PREFIX}_platform_unhealthy_since_timestamp_seconds",
+                                  "Unix time the platform's server-side failures began (while down or degraded).",
+                                  labels=["platform"])
+        ratio = GaugeMetricFamily(f"{PREFIX}_platform_failure_ratio",
+                                  "Share of the last hour's media and feed requests that failed server-side "
+                                  "(5xx, timeouts, resets).", labels=["platform"])
         for platform, entry in sorted(health.items()):
             limited.add_metric([platform], 1 if entry["rate_limited"] else 0)
             auth.add_metric([platform], entry["auth_failures_1h"])
-        yield limited
-        yield auth
+            for state in HEALTH_STATES:
+                status.add_metric([platform, state], 1 if entry["status"] == state else 0)
+            if entry["outage_since"] is not None:
+                since.add_metric([platform], entry["outage_since"])
+            ratio.add_metric([platform], entry["failure_ratio_1h"])
+        yield from (limited, auth, status, since, ratio)
 
-    def _delays(self, now: float) -> Iterator[Metric]:
-        delays = ledger_stats.stage_delays(self.engine, now)
-        quantiles = GaugeMetricFamily(
-            f"{PREFIX}_stage_delay_seconds",
-            f"Stage delay quantiles over items of the last {ledger_stats.DELAY_WINDOW_S / 3600:.0f} h "
-            "(queue, claim, execution, verify, commit).", labels=["stage", "quantile"])
-        counts = GaugeMetricFamily(f"{PREFIX}_stage_delay_items", "Items the stage delay quantiles are computed over.",
-                                   labels=["stage"])
-        for stage, entry in delays.items():
-            counts.add_metric([stage], entry["count"])
-            for quantile, key in (("0.5", "p50"), ("0.95", "p95"), ("1", "max")):
-                if entry[key] is not None:
-                    quantiles.add_metric([stage, quantile], entry[key])
-        yield quantiles
-        yield counts
+    def _histograms(self, now: float) -> Iterator[Metric]:
+        histograms = self._delays.current(now)
+        stage = HistogramMetricFamily(
+            f"{PREFIX}_stage_delay_seconds", "Stage delays of committed items (queue, claim, execution, verify, "
+            "commit), each measured on its own from the ledger's stage stamps.", labels=["platform", "stage"])
+        for (platform, name), entry in histograms["stage"].items():
+            stage.add_metric([platform, name], _buckets(entry["buckets"], entry["count"]), entry["sum"])
+        yield stage
+        wait = HistogramMetricFamily(
+            f"{PREFIX}_wait_seconds", "Waits of committed items before their last claim, by reason (awaiting_run, "
+            "retry_backoff, platform_halted, disk_guard), and for a worker thread after it (worker_slot).",
+            labels=["platform", "reason"])
+        for (platform, reason), entry in histograms["wait"].items():
+            wait.add_metric([platform, reason], _buckets(entry["buckets"], entry["count"]), entry["sum"])
+        yield wait
+
+    def _from_dagster(self, now: float):
+        """(runs in flight or None, metric families): Dagster's queued runs and delay histograms."""
+        if self.instance is None:
+            return None, []
+        from media_crawler.observe import dagster_runs
+
+        up = GaugeMetricFamily(f"{PREFIX}_dagster_up", "1 when Dagster's run storage answered this scrape, else 0.")
+        try:
+            runs = dagster_runs.runs_in_flight(self.instance)
+            if self._run_delays is None:
+                self._run_delays = dagster_runs.RunDelayHistograms(self.instance, clock=self.clock)
+            self._run_delays.update(now)
+        except Exception:
+            up.add_metric([], 0)
+            return None, [up]
+        up.add_metric([], 1)
+        queued = GaugeMetricFamily(f"{PREFIX}_dagster_runs_queued", "Runs created and not yet dequeued.",
+                                   labels=["platform"])
+        oldest = GaugeMetricFamily(f"{PREFIX}_dagster_run_queue_oldest_age_seconds",
+                                   "Age of the oldest run not yet dequeued.", labels=["platform"])
+        for platform, entry in sorted(runs.queued.items()):
+            queued.add_metric([platform], entry["count"])
+            oldest.add_metric([platform], max(now - entry["oldest_since"], 0.0))
+        delays = HistogramMetricFamily(f"{PREFIX}_dagster_run_queue_delay_seconds",
+                                       "Run queue delay, created to started (counted since this exporter started).",
+                                       labels=["platform"])
+        for platform, histogram in sorted(self._run_delays.queue.items()):
+            delays.add_metric([platform], _buckets(histogram.buckets, histogram.count), histogram.sum)
+        steps = HistogramMetricFamily(f"{PREFIX}_dagster_step_start_delay_seconds",
+                                      "Step start delay, from the event that let the step start (run start, the "
+                                      "step before it succeeding) to its start (counted since this exporter started).",
+                                      labels=["stage"])
+        for name, histogram in sorted(self._run_delays.steps.items()):
+            steps.add_metric([name], _buckets(histogram.buckets, histogram.count), histogram.sum)
+        return runs, [up, queued, oldest, delays, steps]
 
 
-def ledger_registry(engine: Engine, config: CrawlConfig) -> CollectorRegistry:
+def ledger_registry(engine: Engine, config: CrawlConfig, instance=None) -> CollectorRegistry:
     """A registry of its own: no process metrics of the exporter mixed with the crawler's."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(LedgerCollector(engine, config))
+    registry.register(LedgerCollector(engine, config, instance=instance))
     return registry

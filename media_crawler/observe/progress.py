@@ -20,9 +20,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
-from media_crawler.observe.events import current_correlation
+from media_crawler.models import PLATFORMS
+from media_crawler.observe.events import CORRELATION_KEYS, current_correlation
+from media_crawler.observe.logging import LOG_LAG
 
 PROGRESS_LOG = logging.getLogger("media_crawler.progress")
+# Present on every progress event, beside `event`, `stage` and the counts.
+PROGRESS_KEYS = ("platform", *CORRELATION_KEYS)
 
 
 @dataclass(frozen=True)
@@ -135,11 +139,20 @@ class TerminalSink:
 
 
 class LogSink:
-    """A `progress` JSON event every `every_s` seconds or `every_items` items, whichever comes first, and at the end."""
+    """A `progress` JSON event every `every_s` seconds or `every_items` items, whichever comes first, and at the end.
+
+    Each event carries the item fields that apply beside `event` (PROGRESS_KEYS:
+    `platform`, `partition`, `run_id`, `step`, null where none does), so
+    `jq 'select(.platform=="weibo")'` finds a platform's progress with its items;
+    the platform is the sink's, else the correlation's, else the partition's
+    source. `log_lag_ms`: the largest log lag (event time to line written,
+    logging.LOG_LAG) of this process since the previous progress event.
+    """
 
     def __init__(self, *, every_s: float = 5.0, every_items: int = 100, stage: str | None = None,
-                 logger: logging.Logger = PROGRESS_LOG, clock: Callable[[], float] = time.monotonic) -> None:
-        self.every_s, self.every_items, self.stage = every_s, every_items, stage
+                 logger: logging.Logger = PROGRESS_LOG, clock: Callable[[], float] = time.monotonic,
+                 platform: str | None = None) -> None:
+        self.every_s, self.every_items, self.stage, self.platform = every_s, every_items, stage, platform
         self.logger, self.clock = logger, clock
         self._last_time = clock()
         self._last_done = 0
@@ -150,9 +163,20 @@ class LogSink:
         if not (due or final):
             return
         self._last_time, self._last_done = now, snapshot.done
-        fields = {**current_correlation(), "event": "progress", "stage": self.stage or snapshot.label,
-                  "final": final, **snapshot.as_fields()}
+        ids = current_correlation()
+        platform = self.platform or ids.get("platform") or platform_of_partition(ids.get("partition"))
+        lag = LOG_LAG.take()
+        fields = {**ids, "event": "progress", "stage": self.stage or snapshot.label, "platform": platform,
+                  "final": final, **snapshot.as_fields(), "log_lag_ms": lag["max_ms"] if lag else None}
         self.logger.info(f"{snapshot.label} progress: {snapshot.describe()}", extra=fields)
+
+
+def platform_of_partition(partition: str | None) -> str | None:
+    """The platform of a partition key 'day|source_key' (source keys begin with their platform)."""
+    if not partition:
+        return None
+    platform = str(partition).split("|")[-1].split("-", 1)[0]
+    return platform if platform in PLATFORMS else None
 
 
 def is_terminal(stream) -> bool:

@@ -1,7 +1,9 @@
-"""The status document: backlog, throughput, platform health, uncertain leases, stage delays, disk.
+"""The status document: backlog, why items wait, throughput, platform health, uncertain
+leases, stage delays, Dagster's run queue and step start delays, disk.
 
-One dict, JSON-ready (timestamps as UTC ISO strings), built from
-ledger_stats; `media-crawler status` prints it as JSON or as text.
+One dict, JSON-ready (timestamps as UTC ISO strings), built from ledger_stats
+(and observe/dagster_runs.py when a Dagster instance is given);
+`media-crawler status` prints it as JSON or as text.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from media_crawler.config import CrawlConfig
 from media_crawler.models import PLATFORMS
 from media_crawler.observe import ledger_stats
 from media_crawler.observe.logging import utc_timestamp
+from media_crawler.scrub import scrub_text
 
 
 def disk_usage(store_root: Path, min_free_bytes: int) -> dict[str, Any]:
@@ -27,7 +30,11 @@ def disk_usage(store_root: Path, min_free_bytes: int) -> dict[str, Any]:
             "min_free_bytes": min_free_bytes, "below_minimum": usage.free < min_free_bytes}
 
 
-def build_status(engine: Engine, config: CrawlConfig, now: float) -> dict[str, Any]:
+def build_status(engine: Engine, config: CrawlConfig, now: float, *, instance=None,
+                 dagster_absent: str = "no Dagster instance given") -> dict[str, Any]:
+    """instance: a DagsterInstance whose run storage says which partitions have a run
+    queued or in flight, and how long runs and steps waited to start; without one the
+    document says why (`dagster_absent`) and ready items read `awaiting_run`."""
     counts = ledger_stats.state_counts(engine)
     states: dict[str, int] = {}
     for (_platform, state), count in counts.items():
@@ -38,21 +45,40 @@ def build_status(engine: Engine, config: CrawlConfig, now: float) -> dict[str, A
     health = ledger_stats.platform_health(engine, now, PLATFORMS)
     leases = ledger_stats.expired_leases(engine, now)
     feed_errors = ledger_stats.unresolved_feed_errors(engine)
+    binding = ledger_stats.binding_budgets(engine, now)
+    wait_rows = ledger_stats.waiting(engine, now, binding)
+    dagster: dict[str, Any] = {"available": False, "reason": dagster_absent}
+    if instance is not None:
+        from media_crawler.observe import dagster_runs
+
+        try:
+            view = dagster_runs.runs_in_flight(instance)
+            dagster = dagster_runs.dagster_status(instance, now, view)
+            wait_rows = ledger_stats.refine_with_runs(wait_rows, view.queued_partitions, view.running_partitions)
+        except Exception as exc:  # run storage unreachable: the ledger's part still answers
+            dagster = {"available": False, "reason": scrub_text(f"{type(exc).__name__}: {exc}")[:300]}
+    waiting = ledger_stats.summarize_waiting(wait_rows, now)
+    for entry in waiting.values():
+        entry["oldest_since"] = utc_timestamp(entry["oldest_since"])
+        for platform in entry["platforms"].values():
+            platform["oldest_since"] = utc_timestamp(platform["oldest_since"])
     return {
         "generated_at": utc_timestamp(now),
         "ledger": _safe_url(config.ledger_url),
         "states": dict(sorted(states.items())),
         "backlog": ledger_stats.backlog(engine, now),
+        "waiting": waiting,
+        "rate_budgets_binding": {name: _timestamps(entry, ("slowed_until",)) for name, entry in binding.items()},
         "throughput_1h": {"items_committed": items_1h, "bytes_committed": bytes_1h,
                           "items_per_min": round(items_1h / 60, 2), "bytes_per_s": round(bytes_1h / 3600),
                           "by_platform": last_hour},
-        "platforms": {name: _timestamps(entry, ("rate_limited_since", "slowed_until", "auth_failed_since"))
-                      for name, entry in health.items()},
+        "platforms": {name: _timestamps(entry, ledger_stats.HEALTH_TIMESTAMPS) for name, entry in health.items()},
         "uncertain": _timestamps(leases, ("oldest_expired_at",)),
         "feed_errors_unresolved": {f"{platform}/{error_class}": count
                                    for (platform, error_class), count in sorted(feed_errors.items())},
         "stage_delays_s": ledger_stats.stage_delays(engine, now),
         "stage_delay_window_s": ledger_stats.DELAY_WINDOW_S,
+        "dagster": dagster,
         "disk": disk_usage(config.store_root, config.min_free_bytes),
     }
 

@@ -26,6 +26,7 @@ from media_crawler.http import Timeouts
 from media_crawler.models import DayWindow, Source
 from media_crawler.observe.events import correlation, current_correlation, log_item
 from media_crawler.observe.progress import LogSink, Progress
+from media_crawler.observe.waits import halted_values, retry_values
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scheduling import SizeAwareOrder
@@ -265,12 +266,14 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
         log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="deferred",
                  task_id=task.id, attempt=task.attempts, duration_ms=0.0, error_class=error.error_class.value,
                  reason="platform halted in this run")
-        return (task.id, None, {"state": DISCOVERED, "lease_owner": None, "lease_expires_at": None})
+        return (task.id, None, {"state": DISCOVERED, "lease_owner": None, "lease_expires_at": None,
+                                **halted_values(error)})
     retry_at = None
     if error.policy.retryable and item.attempts < MAX_TOTAL_ATTEMPTS:
         delay = policy_for(error.error_class).backoff(item.attempts, error.retry_after)
         retry_at = time.time() + min(CROSS_RUN_BACKOFF_CAP_S, max(delay, 2.0 ** min(item.attempts, 10)))
     values = {**Ledger.failed(error, item.attempts, retry_at), "etag": item.validator}
+    values.update(retry_values(error, values))
     report.add_failure(task.canonical_url, error.error_class.value, error.message, values["state"])
     if values["state"] == "gone":
         report.gone += 1

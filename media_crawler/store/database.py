@@ -154,7 +154,22 @@ def _v2_time_indexes(conn: Connection) -> None:
         index.create(conn, checkfirst=True)
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create, 2: _v2_time_indexes}
+def _v3_wait_columns(conn: Connection) -> None:
+    # Why an unfinished row waits (observe/waits.py). A ledger created at version 3
+    # has them already (create_all), hence the look first. Nullable columns without a
+    # default: PostgreSQL and SQLite add them to the catalog without rewriting a row,
+    # so a large ledger is upgraded at once (PostgreSQL holds the table's lock only
+    # for that moment, after the writes in flight).
+    present = {column["name"] for column in inspect(conn).get_columns(schema.tasks.name)}
+    for name in schema.COLUMNS_SINCE[3]:
+        if name in present:
+            continue
+        column = schema.tasks.c[name]
+        kind = column.type.compile(dialect=conn.dialect)
+        conn.exec_driver_sql(f'ALTER TABLE "{schema.tasks.name}" ADD COLUMN "{name}" {kind}')
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create, 2: _v2_time_indexes, 3: _v3_wait_columns}
 
 
 # Session-level advisory lock: one process at a time builds indexes concurrently.

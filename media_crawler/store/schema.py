@@ -18,7 +18,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 metadata = MetaData()
 
 schema_version = Table(
@@ -71,6 +71,13 @@ tasks = Table(
     Column("committed_at", Float),
     Column("failed_at", Float),
     Column("updated_at", Float),
+    # Version 3: why an unfinished row waits, where a stage set it (observe/waits.py):
+    # the reason, since when, the error class behind it (the one that halted its
+    # platform, or its own retried failure) and the server's Retry-After.
+    Column("wait_reason", String(24)),
+    Column("wait_since", Float),
+    Column("wait_cause", String(32)),
+    Column("retry_after_s", Float),
     UniqueConstraint("platform", "item_id", "variant", name="uq_mc_tasks_identity"),
     Index("ix_mc_tasks_partition_state", "source_key", "day", "state"),
     Index("ix_mc_tasks_state_lease", "state", "lease_expires_at"),
@@ -83,6 +90,9 @@ tasks = Table(
 
 # Indexes added by a schema version after 1 (store/database.py MIGRATIONS).
 INDEXES_SINCE = {2: ("ix_mc_tasks_failed_at", "ix_mc_tasks_committed_at")}
+# mc_tasks columns added by a schema version after 1 (all nullable, no default:
+# adding one is a change of the catalog only, on SQLite and PostgreSQL alike).
+COLUMNS_SINCE = {3: ("wait_reason", "wait_since", "wait_cause", "retry_after_s")}
 
 # Per-source incremental cursors (newest item seen, paging tokens).
 cursors = Table(

@@ -12,7 +12,7 @@ from media_crawler.store.database import get_engine
 from media_crawler.store.ledger import Ledger
 
 T = schema.tasks
-ALLOWED_LABELS = {"platform", "stage", "error_class", "state", "quantile"}
+ALLOWED_LABELS = {"platform", "stage", "error_class", "reason", "state", "le"}
 
 
 def samples(text: str) -> dict[tuple[str, tuple], float]:
@@ -48,8 +48,15 @@ def test_counters_match_the_ledger(faulty_crawl, capsys):
         (("error_class", "auth"), ("platform", "facebook"), ("stage", "fetch"), ("state", "page")): 1,
     }
     assert values[("media_crawler_platform_auth_failures", (("platform", "facebook"),))] == 1
-    for stage in ("queue", "claim", "execution", "verify", "commit"):
-        assert ("media_crawler_stage_delay_seconds", (("quantile", "0.95"), ("stage", stage))) in values
+    for stage in ("queue", "claim", "execution", "verify", "commit"):  # histograms, counting committed items
+        labels = (("platform", "urls"), ("stage", stage))
+        assert values[("media_crawler_stage_delay_seconds_count", labels)] == committed["urls"]
+        assert values[("media_crawler_stage_delay_seconds_bucket", (("le", "+Inf"), *labels))] == committed["urls"]
+        assert ("media_crawler_stage_delay_seconds_sum", labels) in values
+    assert not any(dict(labels).get("quantile") for _name, labels in values), "no quantile gauges any more"
+    assert values[("media_crawler_waiting_items", (("platform", "urls"), ("reason", "retry_backoff")))] == 2
+    assert values[("media_crawler_items_finished_total",
+                   (("error_class", "not_found"), ("platform", "urls"), ("state", "gone")))] == 1
 
 
 def test_labels_are_bounded_never_urls_or_ids(faulty_crawl, capsys):
