@@ -57,7 +57,8 @@ def verify_file(
     Classes: too_large (over max_bytes), truncated_body (shorter than
     announced), hash_mismatch (longer than announced, or another hash),
     bad_signature (a document or a foreign format, which a retry may fix),
-    unsupported_media (the announced bytes themselves are no media we store),
+    unsupported_media (the announced bytes themselves are no media we store, or do not
+    decode: a download again would bring the same bytes),
     corrupt_media (the format check or a decoder failed).
 
     A matching sha256 proves the bytes are the ones announced, not that they are
@@ -86,11 +87,22 @@ def verify_file(
             raise _not_media(head, kind, hash_proven)
         if media_type not in ACCEPTED_TYPES[kind]:
             raise CrawlError(ErrorClass.BAD_SIGNATURE, f"file is {media_type}, expected {kind}")
+        try:
+            return _check_format(path, handle, media_type, kind, max_pixels)
+        except CrawlError as error:
+            if hash_proven and error.error_class is ErrorClass.CORRUPT_MEDIA:
+                # The bytes are exactly the announced file, and that file does not decode:
+                # downloading it again gives the same bytes, so it is not retried.
+                raise CrawlError(ErrorClass.UNSUPPORTED_MEDIA, f"{error.message} (it is the announced file)") from None
+            raise
 
-        if media_type.startswith("image/"):
-            handle.seek(0)
-            info = verify_image(path, max_pixels=max_pixels, opened=handle)
-            return VerifyResult(info.media_type, info.width, info.height)
+
+def _check_format(path: Path, handle, media_type: str, kind: str, max_pixels: int) -> VerifyResult:
+    """The format's own check: every image frame decoded, or the container walked."""
+    if media_type.startswith("image/"):
+        handle.seek(0)
+        info = verify_image(path, max_pixels=max_pixels, opened=handle)
+        return VerifyResult(info.media_type, info.width, info.height)
     try:
         (verify_mp4 if media_type == "video/mp4" else verify_webm)(path)
     except CrawlError:
