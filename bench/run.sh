@@ -70,7 +70,8 @@ if [ -n "${BEFORE_REV:-}" ]; then
   [ -d "$BEFORE_DIR" ] || git -C "$REPO" worktree add --detach "$BEFORE_DIR" "$BEFORE_REV" >/dev/null
   for set_name in main small; do
     reps="${BEFORE_REPS:-3}"; [ "$set_name" = small ] && reps="${BEFORE_SMALL_REPS:-2}"
-    BENCH_PROJECT_CMD="env PYTHONPATH=$BEFORE_DIR $REPO/.venv/bin/python -m media_crawler.cli fetch-urls --feed {feed} --store {out} --allow-host ${BEFORE_ALLOW:-127.0.0.1} --workers 8" \
+    # cd first: `python -m` puts the working folder ahead of PYTHONPATH on sys.path.
+    BENCH_PROJECT_CMD="cd $BEFORE_DIR && env PYTHONPATH=$BEFORE_DIR $REPO/.venv/bin/python -m media_crawler.cli fetch-urls --feed {feed} --store {out} --allow-host ${BEFORE_ALLOW:-127.0.0.1} --workers 8" \
       "$BENCH_WORK/venv/bin/python" "$SHARED/bench.py" run --set "$set_name" --reps "$reps" \
       --tools curl,req_pool8,project --tag before --out "$RESULTS/before_$set_name.jsonl"
   done
