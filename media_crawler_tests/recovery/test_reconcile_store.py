@@ -52,7 +52,10 @@ def test_check_says_would_remove_and_repair_removes(fetched, capsys):
     assert not linked_part.exists() and not stale.exists()
     assert all_blobs_whole(store)
     assert cli_main(["reconcile", "--store", str(root)]) == 0
-    assert "store and ledger agree" in capsys.readouterr().out
+    # Nothing left to repair. The re-queued row's blob may read as an orphan (kept) until its
+    # download runs again: the test's set-up took the row's sha256 away.
+    out = capsys.readouterr().out
+    assert "store and ledger agree" in out or "0 problem(s) to repair" in out, out
 
 
 def test_a_fetch_urls_store_with_its_own_ledger_url(tmp_path, monkeypatch, capsys):
