@@ -99,10 +99,6 @@ def register_environment_secrets(env_names: Iterable[str] = ()) -> None:
             register_secret(part.split("=", 1)[-1].strip())
 
 
-def registered_forms() -> tuple[str, ...]:
-    return _REGISTERED
-
-
 def mask_secrets(text: str, extra: Iterable[str | None] = ()) -> str:
     """`text` with every registered secret form, and every value in `extra`, masked."""
     if not text:

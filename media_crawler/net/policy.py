@@ -58,14 +58,6 @@ class UrlPolicy:
                 internal[host] = None if ports is ANY_PORT or known is ANY_PORT else known | ports
         return cls(any_public, frozenset(names), tuple(suffixes), internal)
 
-    def union(self, other: "UrlPolicy") -> "UrlPolicy":
-        internal = dict(self.internal)
-        for host, ports in other.internal.items():
-            known = internal.get(host, frozenset())
-            internal[host] = None if ports is ANY_PORT or known is ANY_PORT else known | ports
-        return UrlPolicy(self.any_public or other.any_public, self.public_names | other.public_names,
-                         self.public_suffixes + other.public_suffixes, internal)
-
     def lists_internal(self, host: str, port: int) -> bool:
         """Whether `host` is listed exactly for `port`, so it may be (or resolve to) an internal address."""
         if host not in self.internal:
