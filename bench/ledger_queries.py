@@ -1,0 +1,121 @@
+"""Time `failures`, `status` and a `metrics --once` scrape on a large ledger (issue 16).
+
+    python bench/ledger_queries.py NAME=sources.yaml [NAME=sources.yaml ...] [--repeat 3] [--per-query]
+
+Each command runs as a user runs it: `media-crawler <command> --config sources.yaml` in
+a subprocess, wall time, median of --repeat runs, with DAGSTER_HOME an empty instance
+(status and metrics read its run storage too). --per-query also times each ledger
+read in-process (one engine, warm), so a slow command says which query it waits on.
+bench/synth_ledger.py fills the ledgers and writes the sources.yaml files.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMANDS = (
+    ("failures", ["failures"]),
+    ("failures --json", ["failures", "--json"]),
+    ("status", ["status"]),
+    ("status --json", ["status", "--json"]),
+    ("metrics --once", ["metrics", "--once"]),
+)
+
+
+def cli() -> list[str]:
+    script = Path(sys.executable).with_name("media-crawler")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "media_crawler.cli"]
+
+
+def time_command(argv: list[str], config: str, repeat: int, env: dict[str, str]) -> tuple[float, list[float], int]:
+    """(median seconds, all runs, bytes of stdout of the last run)."""
+    runs, out = [], b""
+    for _ in range(repeat):
+        started = time.monotonic()
+        done = subprocess.run([*cli(), *argv, "--config", config], env=env, capture_output=True, check=False)
+        runs.append(time.monotonic() - started)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
+        out = done.stdout
+    return statistics.median(runs), runs, len(out)
+
+
+def per_query(config_path: str, repeat: int) -> list[tuple[str, float]]:
+    sys.path.insert(0, str(ROOT))
+    from media_crawler.models import PLATFORMS
+    from media_crawler.observe import failures, ledger_stats
+    from media_crawler.observe.target import observed_config
+    from media_crawler.store.ledger import Ledger
+
+    config = observed_config(config_path)
+    engine = Ledger(config.ledger_url).engine
+    now = time.time()
+    binding = ledger_stats.binding_budgets(engine, now)
+    reads = [
+        ("state_counts", lambda: ledger_stats.state_counts(engine)),
+        ("backlog", lambda: ledger_stats.backlog(engine, now)),
+        ("committed_totals(all)", lambda: ledger_stats.committed_totals(engine)),
+        ("committed_totals(1h)", lambda: ledger_stats.committed_totals(engine, since=now - 3600)),
+        ("finished_outcomes", lambda: ledger_stats.finished_outcomes(engine)),
+        ("last_commit_at", lambda: ledger_stats.last_commit_at(engine)),
+        ("failing_items", lambda: ledger_stats.failing_items(engine)),
+        ("unresolved_feed_errors", lambda: ledger_stats.unresolved_feed_errors(engine)),
+        ("platform_health", lambda: ledger_stats.platform_health(engine, now, PLATFORMS)),
+        ("platform_outage", lambda: ledger_stats.platform_outage(engine, now, PLATFORMS)),
+        ("expired_leases", lambda: ledger_stats.expired_leases(engine, now)),
+        ("waiting", lambda: ledger_stats.waiting(engine, now, binding)),
+        ("stage_delays", lambda: ledger_stats.stage_delays(engine, now)),
+        ("delay_histograms(first scrape)", lambda: ledger_stats.CommittedDelays(engine).current(now)),
+        ("failure_report", lambda: failures.failure_report(engine, now=now)),
+        ("failure_report(--since 1h)", lambda: failures.failure_report(engine, now=now, since=now - 3600)),
+    ]
+    result = []
+    for name, read in reads:
+        runs = []
+        for _ in range(repeat):
+            started = time.monotonic()
+            read()
+            runs.append(time.monotonic() - started)
+        result.append((name, statistics.median(runs)))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("targets", nargs="+", help="NAME=path/to/sources.yaml")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--per-query", action="store_true")
+    parser.add_argument("--only", action="append", help="time only these commands (e.g. 'status')")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="mc-bench-dagster-") as home:
+        env = {**os.environ, "DAGSTER_HOME": home}
+        env.pop("MEDIA_CRAWLER_LEDGER_URL", None)
+        print(f"| command | {' | '.join(t.split('=', 1)[0] for t in args.targets)} |")
+        print(f"|---|{'---|' * len(args.targets)}")
+        for label, command in COMMANDS:
+            if args.only and label not in args.only:
+                continue
+            cells = []
+            for target in args.targets:
+                _name, config = target.split("=", 1)
+                median, runs, size = time_command(command, config, args.repeat, env)
+                cells.append(f"{median:.2f} s ({', '.join(f'{r:.2f}' for r in runs)}; {size / 1024:.0f} KiB)")
+            print(f"| `{label}` | {' | '.join(cells)} |", flush=True)
+    if args.per_query:
+        for target in args.targets:
+            name, config = target.split("=", 1)
+            print(f"\nper query, {name} (in-process, median of {args.repeat}):")
+            for query, seconds in per_query(config, args.repeat):
+                print(f"  {query:<32} {seconds * 1000:8.0f} ms", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
