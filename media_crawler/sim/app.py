@@ -59,6 +59,15 @@ class SimulatorApp:
                 if self.echo.enabled and api.prefix == MediaFiles.prefix:
                     return self.echo.media_answer(raw, _subpath_handler(api))
                 return api.handle(request, request.path[len(api.prefix) :])
+        if request.path == "/" and self.world.is_generated:
+            return json_response({
+                "simulator": "media-crawler",
+                "seed": self.world.seed,
+                "size": self.world.size.as_json(),
+                "sources": request.base_url + "/_sim/sources?limit=500",
+                "sources_yaml": request.base_url + "/_sim/sources.yaml",
+                "truth": request.base_url + "/_sim/truth",
+            })
         if request.path == "/":
             return json_response({
                 "simulator": "media-crawler",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 JSON_TYPE = "application/json; charset=utf-8"
 
@@ -37,6 +37,8 @@ class Response:
     # Fault injection: send the full Content-Length but only this many body bytes,
     # then drop the connection (a transfer cut mid-stream).
     cut_after: int | None = None
+    # A body too big to hold (a generated world's truth): sent chunked as it is made.
+    stream: Iterable[bytes] | None = None
 
 
 def json_response(payload: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:

@@ -15,13 +15,17 @@ import threading
 import traceback
 from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Sequence
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from media_crawler.sim.api.control import truth
 from media_crawler.sim.app import SimulatorApp
 from media_crawler.sim.cdn import DEFAULT_URL_LIFETIME_S
 from media_crawler.sim.exchange import Request, Response, text_response
+from media_crawler.sim.scale import truth as paged
+from media_crawler.sim.scale.options import MEDIA_SIZES, WorldSize
+from media_crawler.sim.scale.world import BigWorld
 from media_crawler.sim.world import DEFAULT_DAYS, DEFAULT_END_DATE, World
 
 HOST = "127.0.0.1"
@@ -65,6 +69,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _write(self, response: Response) -> int:
         """Send the response; returns the body bytes actually sent."""
+        if response.stream is not None:
+            return self._write_chunked(response)
         self.send_response(response.status)
         for name, value in response.headers.items():
             self.send_header(name, value)
@@ -89,6 +95,30 @@ class _Handler(BaseHTTPRequestHandler):
         return len(body)
 
 
+    def _write_chunked(self, response: Response) -> int:
+        self.send_response(response.status)
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if self.command == "HEAD":
+            return 0
+        sent = 0
+        try:
+            for chunk in response.stream:
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    sent += len(chunk)
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception:  # a simulator bug mid-stream: the unterminated body tells the client
+            traceback.print_exc()
+            self.close_connection = True
+        return sent
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -107,11 +137,28 @@ class Simulator:
         url_lifetime_s: float = DEFAULT_URL_LIFETIME_S,
         clock: Callable[[], float] | None = None,
         echo_secrets: bool = False,
+        accounts: int | None = None,
+        bilibili_users: int | None = None,
+        weibo_users: int | None = None,
+        facebook_pages: int | None = None,
+        url_lists: int | None = None,
+        posts_per_day: int | None = None,
+        media_per_post: int | None = None,
+        media_size: str | None = None,
     ) -> None:
         """`clock` (unix seconds) drives URL signing and expiry: tests pass a fixed one
         to get byte-identical answers or to jump past a URL's lifetime. `echo_secrets`
-        turns on the hostile profile that sends credentials back (sim/echo.py)."""
-        self.world = World(seed, end_date, days)
+        turns on the hostile profile that sends credentials back (sim/echo.py).
+
+        Any scale option (`accounts` for every platform at once, or `bilibili_users`,
+        `weibo_users`, `facebook_pages`, `url_lists`; `posts_per_day`, `media_per_post`,
+        `media_size` "small"|"demo") serves a generated world of that size instead of
+        the demo world (sim/scale/): built lazily, its truth read in pages."""
+        size = WorldSize.of(
+            accounts, bilibili_users=bilibili_users, weibo_users=weibo_users, facebook_pages=facebook_pages,
+            url_lists=url_lists, posts_per_day=posts_per_day, media_per_post=media_per_post, media_size=media_size,
+        )
+        self.world = World(seed, end_date, days) if size is None else BigWorld(size, seed, end_date, days)
         self.app = SimulatorApp(
             self.world, url_lifetime_s=url_lifetime_s, fault_rate=fault_rate, media_latency_ms=media_latency_ms, clock=clock,
             echo_secrets=echo_secrets,
@@ -163,11 +210,37 @@ class Simulator:
         return self.app.echo.seen()
 
     def truth(self) -> dict:
-        """What GET /_sim/truth answers, without the HTTP round trip."""
+        """What GET /_sim/truth answers, without the HTTP round trip (for a generated
+        world, a header: read its entries with `truth_media()`)."""
         return truth(self.world, self.base_url, self.app.fault_book)
+
+    def truth_media(self) -> Iterator[dict]:
+        """Every truth `media` entry, one at a time (what /_sim/truth.ndjson streams)."""
+        return paged.iter_media(self.world, self.base_url, self.app.fault_book)
+
+    def sources(self) -> Iterator[dict]:
+        """Every source as a sources.yaml entry (`{"weibo": "user 7000000001", "api": "ajax"}`)."""
+        return paged.iter_sources(self.world, self.base_url)
+
+    def write_sources(self, path: str | Path) -> Path:
+        """A sources.yaml crawling every account of this world from this simulator."""
+        return write_sources_yaml(self.world, self.base_url, path)
+
+
+def write_sources_yaml(world, base_url: str, path: str | Path) -> Path:
+    path = Path(path)
+    with open(path, "w", encoding="utf-8") as out:
+        for chunk in paged.sources_yaml(world, base_url):
+            out.write(chunk)
+    return path
 
 
 # --- the `media-crawler sim` command -------------------------------------------------
+
+_SCALE_OPTIONS = (
+    "accounts", "bilibili_users", "weibo_users", "facebook_pages", "url_lists", "posts_per_day", "media_per_post",
+    "media_size",
+)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -187,6 +260,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--echo-secrets", action="store_true",
         help="hostile profile: every API answer echoes the credentials its request carried (sim/echo.py)",
     )
+    scale = parser.add_argument_group(
+        "world size", "any of these serves a generated world of that size instead of the demo world (sim/scale/)"
+    )
+    scale.add_argument("--accounts", type=int, help="accounts on every platform (each platform's own option wins)")
+    scale.add_argument("--bilibili-users", type=int, help="Bilibili uploaders")
+    scale.add_argument("--weibo-users", type=int, help="Weibo users (even ones m.weibo.cn, odd ones the weibo.com ajax API)")
+    scale.add_argument("--facebook-pages", type=int, help="Facebook pages (even ones cursor paging, odd ones time paging)")
+    scale.add_argument("--url-lists", type=int, help="URL-list feeds")
+    scale.add_argument("--posts-per-day", type=int, help="posts per account and day (default 2)")
+    scale.add_argument(
+        "--media-per-post", type=int,
+        help="Bilibili parts / Weibo pictures / Facebook photos / URL-list files per post (default 2)",
+    )
+    scale.add_argument("--media-size", choices=tuple(MEDIA_SIZES), help="small: 0.3-3 KB files (default); demo: the demo's sizes")
+    scale.add_argument(
+        "--print-sources", action="store_true",
+        help="print the world's sources.yaml (API bases on 127.0.0.1:--port) and exit without serving",
+    )
+    scale.add_argument("--write-sources", metavar="PATH", help="write the world's sources.yaml to PATH once listening")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -196,10 +288,19 @@ def run(args: argparse.Namespace) -> int:
             args.seed, args.end_date, args.days, args.port,
             media_latency_ms=args.media_latency_ms, fault_rate=args.fault_rate, url_lifetime_s=args.url_lifetime,
             echo_secrets=getattr(args, "echo_secrets", False),
+            **{name: getattr(args, name, None) for name in _SCALE_OPTIONS},
         )
     except ValueError as error:  # --days 0, --fault-rate 2, ...
         print(f"media-crawler sim: {error}", file=sys.stderr)
         return 2
+    if getattr(args, "print_sources", False):
+        if not args.port:
+            print("media-crawler sim: --print-sources needs the --port the simulator will listen on", file=sys.stderr)
+            return 2
+        for chunk in paged.sources_yaml(simulator.world, f"http://{HOST}:{args.port}"):
+            sys.stdout.write(chunk)
+        sys.stdout.flush()
+        return 0
     stopping = threading.Event()
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -209,6 +310,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"media-crawler sim: cannot listen on {HOST}:{args.port}: {error}", file=sys.stderr)
         return 1
+    if getattr(args, "write_sources", None):
+        simulator.write_sources(args.write_sources)
     print(simulator.base_url, flush=True)
     try:
         while not stopping.wait(0.5):  # a timed wait lets signal handlers run promptly

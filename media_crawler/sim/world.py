@@ -52,6 +52,9 @@ FAULT_SOURCES = (
 
 
 class World:
+    is_generated = False  # the generated world of any size is sim/scale/world.py's BigWorld
+    page_sizes: dict[str, int] = {}  # API name -> page size overriding the API's own (none here)
+
     def __init__(self, seed: int = 1, end_date: date = DEFAULT_END_DATE, days: int = DEFAULT_DAYS) -> None:
         self.seeded = Seeded(seed, end_date, days)
         self.catalog = MediaCatalog(seed)
@@ -62,6 +65,10 @@ class World:
         # Keys are what /x/web-interface/nav hands out (file names of wbi_img urls).
         self.wbi_img_key = self.seeded.hex("wbi/img", 32)
         self.wbi_sub_key = self.seeded.hex("wbi/sub", 32)
+        self._bilibili_videos = {}
+        for user in self.bilibili_users.values():
+            for video in user.videos:
+                self._bilibili_videos[video.bvid] = self._bilibili_videos[str(video.aid)] = (user, video)
 
     @property
     def seed(self) -> int:
@@ -70,6 +77,17 @@ class World:
     @property
     def days(self) -> list[date]:
         return self.seeded.days
+
+    def bilibili_video(self, key: str) -> tuple[bilibili.User, bilibili.Video] | None:
+        """The uploader and video of a bvid or aid."""
+        return self._bilibili_videos.get(key)
+
+    def facebook_post(self, post_id: str) -> facebook.Post | None:
+        for page in self.facebook_pages.values():
+            for post in page.posts:
+                if post.id == post_id:
+                    return post
+        return None
 
     def fault_book(self, fault_rate: float) -> faults.FaultBook:
         """A fresh FaultBook with the URL-list feeds' planned faults."""

@@ -36,10 +36,6 @@ class BilibiliApi:
 
     def __init__(self, world: World, cdn: CdnRules) -> None:
         self.world, self.cdn = world, cdn
-        self.videos: dict[str, tuple[User, Video]] = {}
-        for user in world.bilibili_users.values():
-            for video in user.videos:
-                self.videos[video.bvid] = self.videos[str(video.aid)] = (user, video)
         self.routes = {
             "/x/web-interface/nav": self.nav,
             "/x/space/wbi/arc/search": self.arc_search,
@@ -109,7 +105,7 @@ class BilibiliApi:
         }
 
     def _find(self, request: Request) -> tuple[User, Video] | None:
-        return self.videos.get(request.param("bvid") or request.param("aid") or request.param("avid") or "")
+        return self.world.bilibili_video(request.param("bvid") or request.param("aid") or request.param("avid") or "")
 
     def view(self, request: Request) -> Response:
         found = self._find(request)

@@ -5,6 +5,12 @@
   store, one entry per sha256), `alternates` = other files the demo answers link to
   (thumbnails, lower qualities, other codec, posters), `faults` = the fault feeds'
   entries with the failure each one plays.
+- GET /_sim/truth/media?limit=N&cursor=C: the `media` entries a page at a time
+  (limit <= 5000; follow `next_cursor` until null); GET /_sim/truth.ndjson: all of
+  them streamed, one JSON line each. A generated world (sim/scale/) answers only these:
+  its /_sim/truth is a header pointing at them.
+- GET /_sim/sources?limit=N&cursor=C: sources.yaml entries, paged; GET
+  /_sim/sources.yaml: a whole sources.yaml for every account, streamed.
 - GET /_sim/stats (`?reset=1` to reset after reading), POST /_sim/stats/reset: resets
   the counters and the per-URL fault attempts (so "fails once" fails once again).
 - POST /_sim/faults?platform=weibo&status=500: every media request of that platform
@@ -14,10 +20,11 @@
 """
 from __future__ import annotations
 
-from media_crawler.sim.catalog import ALTERNATE, FAULT, PICK, MediaFile
+from media_crawler.sim.catalog import ALTERNATE, FAULT, PICK
 from media_crawler.sim.echo import EchoProfile
 from media_crawler.sim.exchange import Request, Response, json_response, not_found
 from media_crawler.sim.faults import FaultBook
+from media_crawler.sim.scale import truth as paged
 from media_crawler.sim.stats import RequestStats
 from media_crawler.sim.world import DEMO_SOURCES, FAULT_SOURCES, World
 
@@ -32,6 +39,11 @@ class ControlApi:
     def handle(self, request: Request, subpath: str) -> Response:
         if subpath == "/truth" and request.method in ("GET", "HEAD"):
             return json_response(truth(self.world, request.base_url, self.fault_book))
+        if request.method in ("GET", "HEAD") and subpath in _PAGED:
+            try:
+                return _PAGED[subpath](self, request)
+            except ValueError as error:
+                return json_response({"error": str(error)}, status=400)
         if subpath == "/stats" and request.method in ("GET", "HEAD"):
             snapshot = self.stats.snapshot()
             if request.param("reset") == "1":
@@ -58,6 +70,22 @@ class ControlApi:
             return json_response({"reset": True})
         return not_found(request.path)
 
+    def truth_media(self, request: Request) -> Response:
+        limit = paged.clamp_limit(request.param("limit"))
+        return json_response(paged.media_page(self.world, request.base_url, self.fault_book, request.param("cursor"), limit))
+
+    def truth_stream(self, request: Request) -> Response:
+        stream = paged.media_stream(self.world, request.base_url, self.fault_book)
+        return Response(200, headers={"Content-Type": "application/x-ndjson"}, stream=stream)
+
+    def sources(self, request: Request) -> Response:
+        limit = paged.clamp_limit(request.param("limit"))
+        return json_response(paged.sources_page(self.world, request.base_url, request.param("cursor"), limit))
+
+    def sources_yaml(self, request: Request) -> Response:
+        stream = (chunk.encode() for chunk in paged.sources_yaml(self.world, request.base_url))
+        return Response(200, headers={"Content-Type": "application/yaml; charset=utf-8"}, stream=stream)
+
     def reset(self) -> None:
         self.stats.reset()
         self.fault_book.reset()
@@ -65,16 +93,18 @@ class ControlApi:
 
 
 def truth(world: World, base_url: str, fault_book: FaultBook) -> dict:
+    if world.is_generated:  # never one whole-table answer: the header points at the pages
+        return paged.header(world, base_url)
     catalog = world.catalog
     picks, seen = [], set()
     for file in catalog.files(PICK):
-        entry = _entry(world, file, base_url)
+        entry = paged.media_entry(world, file, base_url)
         if entry["sha256"] not in seen:  # dedup by content, like the blob store
             seen.add(entry["sha256"])
             picks.append(entry)
-    alternates = [_entry(world, file, base_url) for file in catalog.files(ALTERNATE)]
+    alternates = [paged.media_entry(world, file, base_url) for file in catalog.files(ALTERNATE)]
     fault_entries = [
-        {**_entry(world, file, base_url), "fault": fault_book.planned(file.path)}
+        {**paged.media_entry(world, file, base_url), "fault": fault_book.planned(file.path)}
         for file in catalog.files(FAULT)
     ]
     return {
@@ -90,20 +120,9 @@ def truth(world: World, base_url: str, fault_book: FaultBook) -> dict:
     }
 
 
-def _entry(world: World, file: MediaFile, base_url: str) -> dict:
-    data = world.catalog.content(file)
-    sha256 = world.catalog.sha256(file)
-    source = file.source.replace("urls: /", f"urls: {base_url}/")
-    return {
-        "platform": file.platform,
-        "source": source,
-        "path": file.path,
-        "sha256": sha256,
-        "size": len(data),
-        "kind": file.kind,
-        "mime": file.mime,
-        "day": file.day.isoformat() if file.day else None,
-        "post": file.post,
-        "item": file.item or sha256,  # URL-list files are known by their content
-        "variant": file.variant,
-    }
+_PAGED = {
+    "/truth/media": ControlApi.truth_media,
+    "/truth.ndjson": ControlApi.truth_stream,
+    "/sources": ControlApi.sources,
+    "/sources.yaml": ControlApi.sources_yaml,
+}

@@ -105,19 +105,15 @@ class FacebookApi:
         )
 
     def _post(self, post_id: str) -> Post | None:
-        for page in self.world.facebook_pages.values():
-            for post in page.posts:
-                if post.id == post_id:
-                    return post
-        return None
+        return self.world.facebook_post(post_id)
 
     def posts(self, request: Request, version: str, page: Page) -> Response:
         since, until = request.int_param("since"), request.int_param("until")
         limit = min(MAX_LIMIT, max(1, request.int_param("limit", DEFAULT_LIMIT)))
-        posts = [
-            post for post in page.posts
-            if (since is None or post.created.timestamp() >= since) and (until is None or post.created.timestamp() <= until)
-        ]
+        # page.posts is newest first (lazy in a generated world): bisect the window, never copy the feed.
+        first = 0 if until is None else _first_index(page.posts, lambda post: post.created.timestamp() <= until)
+        end = len(page.posts) if since is None else _first_index(page.posts, lambda post: post.created.timestamp() < since)
+        posts = _Window(page.posts, first, max(first, end))
         fields = requested_fields(request.param("fields"), DEFAULT_POST_FIELDS)
         if page.paging == "cursor":
             listed, paging = self._cursor_page(request, version, page, posts, limit)
@@ -132,13 +128,12 @@ class FacebookApi:
         query = urlencode(kept + [(key, str(value)) for key, value in changes.items()])
         return f"{request.base_url}{self.prefix}/{version}/{page.page_id}/posts?{query}"
 
-    def _cursor_page(self, request: Request, version: str, page: Page, posts: list[Post], limit: int) -> tuple[list[Post], dict]:
-        ids = [post.id for post in posts]
+    def _cursor_page(self, request: Request, version: str, page: Page, posts: "_Window", limit: int) -> tuple[list[Post], dict]:
         after, before = request.param("after"), request.param("before")
         if after:
-            start = ids.index(_cursor_post_id(after)) + 1
+            start = self._position(posts, _cursor_post_id(after)) + 1
         elif before:
-            start = max(0, ids.index(_cursor_post_id(before)) - limit)
+            start = max(0, self._position(posts, _cursor_post_id(before)) - limit)
         else:
             start = 0
         listed = posts[start : start + limit]
@@ -151,8 +146,21 @@ class FacebookApi:
             paging["previous"] = self._link(request, version, page, limit=limit, before=_cursor(listed[0]))
         return listed, paging
 
+    def _position(self, posts: "_Window", post_id: str) -> int:
+        """Where the post is in the window (ValueError if it is not): found by its time, then by id."""
+        post = self._post(post_id)
+        if post is None:
+            raise ValueError(post_id)
+        moment = post.created.timestamp()
+        index = _first_index(posts, lambda listed: listed.created.timestamp() <= moment)
+        while index < len(posts) and posts[index].created.timestamp() == moment:
+            if posts[index].id == post_id:
+                return index
+            index += 1
+        raise ValueError(post_id)
+
     def _time_page(
-        self, request: Request, version: str, page: Page, posts: list[Post], limit: int, since: int | None
+        self, request: Request, version: str, page: Page, posts: "_Window", limit: int, since: int | None
     ) -> tuple[list[Post], dict]:
         listed = posts[:limit]
         if not listed:
@@ -184,3 +192,33 @@ class FacebookApi:
         }
         fields = requested_fields(request.param("fields"), ("id", "created_time", "description"))
         return json_response({key: value for key, value in node.items() if key in fields}, headers=_USAGE_HEADERS)
+
+
+def _first_index(posts, reached) -> int:
+    """The first index where `reached(post)` holds, for a predicate that stays true once true."""
+    low, high = 0, len(posts)
+    while low < high:
+        middle = (low + high) // 2
+        if reached(posts[middle]):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+class _Window:
+    """posts[first:end] without copying: len, indexing and slicing (a list)."""
+
+    def __init__(self, posts, first: int, end: int) -> None:
+        self.posts, self.first, self.end = posts, first, end
+
+    def __len__(self) -> int:
+        return self.end - self.first
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            return list(self.posts[self.first + start : self.first + stop : step])
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self.posts[self.first + index]

@@ -1,5 +1,6 @@
 """URL-list feeds under /urls: `demo.json`, `html.json`, `errors.json`, each
-`{"items":[{"url","sha256","size"}]}` with URLs on this simulator."""
+`{"items":[{"url","sha256","size"}]}` with URLs on this simulator. A generated world's
+`list-N.json` feeds also date their items (`published_at`) and page (`?page=`, `next`)."""
 from __future__ import annotations
 
 from media_crawler.sim.exchange import Request, Response, json_response, not_found
@@ -17,12 +18,25 @@ class UrlFeedsApi:
         if feed is None or not subpath.endswith(".json"):
             return not_found(request.path)
         catalog = self.world.catalog
-        items = [
-            {
+        page_size = self.world.page_sizes.get("urls")
+        listed, next_page = feed.items, None
+        if page_size is not None:  # generated worlds: `?page=N` pages with a `next` link
+            asked = request.param("page") or "1"
+            page = max(1, int(asked)) if asked.isdigit() else 1
+            listed = feed.items[(page - 1) * page_size : page * page_size]
+            if page * page_size < len(feed.items):
+                next_page = f"{request.base_url}{feed.path}?page={page + 1}"
+        items = []
+        for item in listed:
+            entry = {
                 "url": request.base_url + item.file.path,
                 "sha256": catalog.sha256(item.file),
                 "size": len(catalog.content(item.file)),
             }
-            for item in feed.items
-        ]
-        return json_response({"items": items})
+            if item.published is not None:
+                entry["published_at"] = item.published.strftime("%Y-%m-%dT%H:%M:%SZ")
+            items.append(entry)
+        body = {"items": items}
+        if next_page:
+            body["next"] = next_page
+        return json_response(body)

@@ -48,10 +48,11 @@ class WeiboAjaxApi:
         user = self.world.weibo_users.get(request.param("uid") or "")
         posts = user.posts if user is not None and user.api == "ajax" else ()
         page = max(1, request.int_param("page", 1))
-        start = (page - 1) * PAGE_SIZE
-        listed = posts[start : start + PAGE_SIZE]
-        more = start + PAGE_SIZE < len(posts)
-        since_id = f"{posts[start + PAGE_SIZE].mid}kp{page + 1}" if more else ""
+        page_size = self.world.page_sizes.get(self.prefix.strip("/"), PAGE_SIZE)
+        start = (page - 1) * page_size
+        listed = posts[start : start + page_size]
+        more = start + page_size < len(posts)
+        since_id = f"{posts[start + page_size].mid}kp{page + 1}" if more else ""
         data = {
             "since_id": since_id, "list": [self.mblog(request, post, feed=True) for post in listed],
             "status_visible": 0, "bottom_tips_visible": False, "bottom_tips_text": "", "topicList": [], "total": len(posts),

@@ -42,20 +42,22 @@ class WeiboMobileApi:
         if user is None:
             return json_response(NO_CONTENT)
         since_id = request.param("since_id")
-        posts = list(user.posts)
+        posts = user.posts  # newest first, mids falling (a generated world's is lazy: index, never copy)
+        start = 0
         if since_id:
             if not since_id.isdigit():
                 return json_response(NO_CONTENT)
-            posts = [post for post in posts if int(post.mid) <= int(since_id)]
-        if not posts:
+            start = _first_at_or_below(posts, int(since_id))
+        if start >= len(posts):
             return json_response(NO_CONTENT)
-        page, rest = posts[:PAGE_SIZE], posts[PAGE_SIZE:]
+        page_size = self.world.page_sizes.get(self.prefix.strip("/"), PAGE_SIZE)
+        page = posts[start : start + page_size]
         cards = [self._card(request, user, post) for post in page]
         if not since_id:
             cards.insert(1, _recommendation_card(user))
         info = {"containerid": CONTAINER_PREFIX + user.uid, "v_p": 42, "show_style": 1, "total": len(user.posts)}
-        if rest:
-            info["since_id"] = int(rest[0].mid)
+        if start + page_size < len(posts):
+            info["since_id"] = int(posts[start + page_size].mid)
         return json_response({"ok": 1, "data": {"cardlistInfo": info, "cards": cards, "scheme": ""}})
 
     def show(self, request: Request) -> Response:
@@ -132,6 +134,18 @@ class WeiboMobileApi:
             },
             "urls": {"mp4_720p_mp4": urls["mp4_720p"], "mp4_hd_mp4": urls["mp4_hd"], "mp4_ld_mp4": urls["mp4_ld"]},
         }
+
+
+def _first_at_or_below(posts, since_id: int) -> int:
+    """The index of the first post whose mid is <= since_id (mids fall along the feed)."""
+    low, high = 0, len(posts)
+    while low < high:
+        middle = (low + high) // 2
+        if int(posts[middle].mid) <= since_id:
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def _recommendation_card(user: User) -> dict:

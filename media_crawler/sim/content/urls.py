@@ -12,6 +12,7 @@ truth names them by their sha256 (as the crawler does when the feed announces it
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from media_crawler.sim import faults
 from media_crawler.sim.catalog import FAULT, PICK, MediaCatalog, MediaFile, SourceFiles
@@ -48,6 +49,7 @@ _EXTENSIONS = {"jpeg": "jpg", "png": "png", "mp4": "mp4"}
 class FeedItem:
     file: MediaFile
     fault: str | None = None
+    published: datetime | None = None  # listed as `published_at` when set (generated worlds)
 
 
 @dataclass(frozen=True)
