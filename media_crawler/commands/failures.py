@@ -1,8 +1,10 @@
-"""`media-crawler failures [--since 1h] [--platform P] [--json] [--config sources.yaml]`.
+"""`media-crawler failures [--since 1h] [--platform P] [--json] [--limit N] [--config sources.yaml]`.
 
 Failures grouped by platform, stage and error class, each with its count,
 first and last time, a few canonical URLs and the run ids; items waiting for a
-retry are listed apart from items that gave up. Exit status 0 either way: this
+retry are listed apart from items that gave up. Each section lists its most
+recent groups, DEFAULT_LIMIT of them unless --limit says otherwise (0: all), and
+says how many it left out; its total counts them all. Exit status 0 either way: this
 command reports, it does not judge (`health --ready` does).
 """
 from __future__ import annotations
@@ -14,6 +16,9 @@ import time
 
 from media_crawler.models import PLATFORMS
 
+# Groups per section by default: a page for the person on call (the totals still count them all).
+DEFAULT_LIMIT = 25
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from media_crawler.observe.target import add_config_argument
@@ -22,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--since", help="only failures newer than this: 1h, 30m, 7d or an ISO date (default: all)")
     parser.add_argument("--platform", choices=PLATFORMS)
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT,
+                        help=f"at most this many groups per section, the most recent (default {DEFAULT_LIMIT}; "
+                             "0: all); the totals count every group, and the report says how many it left out")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,8 +44,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"media-crawler failures: {exc}", file=sys.stderr)
         return 2
+    if args.limit < 0:
+        print("media-crawler failures: --limit must be 0 (all) or more", file=sys.stderr)
+        return 2
     config = observed_config(args.config)
-    report = failure_report(Ledger(config.ledger_url).engine, now=now, since=since, platform=args.platform)
+    report = failure_report(Ledger(config.ledger_url).engine, now=now, since=since, platform=args.platform,
+                            limit=args.limit or None)
     if args.json:
         json.dump(report.as_json(), sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
@@ -70,4 +82,7 @@ def render_text(data: dict) -> str:
                 lines.append(f"      {url}")
             if group["run_ids"]:
                 lines.append(f"      runs: {' '.join(run_id[:8] for run_id in group['run_ids'])}")
+        omitted = (data.get("omitted_groups") or {}).get(key, 0)
+        if omitted:
+            lines.append(f"  ... and {omitted} more group{'s' if omitted > 1 else ''} (older; --limit 0 lists all)")
     return "\n".join(lines) + "\n"
