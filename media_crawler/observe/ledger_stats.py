@@ -30,6 +30,8 @@ B = schema.rate_budget
 HOUR_S = 3600.0
 # Rows not finished (committed/gone): what is waiting, running or stuck.
 BACKLOG_STATES = ("discovered", "downloading", "downloaded", "verified", "retry_wait", "failed")
+# Every state but committed (store/ledger.py STATES).
+UNCOMMITTED_STATES = (*BACKLOG_STATES, "gone")
 # Age in the current state (now - updated_at), in buckets an operator reads at a glance.
 AGE_BUCKETS = ((300.0, "<5m"), (HOUR_S, "5m-1h"), (24 * HOUR_S, "1h-24h"))
 OLDEST_BUCKET = ">24h"
@@ -54,6 +56,12 @@ OUTAGE_STREAK = 3  # failures in a row, with no success since: recovery/outage.p
 MOSTLY = 0.5  # "mostly fail": at least this share of the hour's outcomes failed
 # A drained bucket binds only while someone is drawing on it (a take refreshes updated_at).
 BUDGET_ACTIVE_S = 5.0
+
+
+def _unindexed(column):
+    """`column || ''`: the same value, which no index orders, so a planner grouping by it
+    keeps the index of the WHERE (SQLite would rather scan an index ordered by the column)."""
+    return column.concat("")
 
 
 def state_counts(engine: Engine) -> dict[tuple[str, str], int]:
@@ -85,11 +93,20 @@ def backlog(engine: Engine, now: float) -> dict[str, dict[str, Any]]:
 
 def committed_totals(engine: Engine, since: float | None = None) -> dict[str, dict[str, int]]:
     """platform -> {items, bytes} committed (since `since` when given)."""
-    query = select(T.c.platform, func.count(), func.coalesce(func.sum(T.c.size), 0)).where(T.c.state == "committed")
-    if since is not None:
-        query = query.where(T.c.committed_at >= since)
+    if since is None:
+        query = (select(T.c.platform, func.count(), func.coalesce(func.sum(T.c.size), 0))
+                 .where(T.c.state == "committed").group_by(T.c.platform))
+    else:
+        # By the committed_at index: the state is tested in the aggregate (else the planner
+        # may prefer the state index and read every committed row), and the group key is an
+        # expression (else SQLite reads the whole table in the order of the identity index).
+        committed = T.c.state == "committed"
+        platform = _unindexed(T.c.platform)
+        query = (select(platform, func.coalesce(func.sum(case((committed, 1), else_=0)), 0),
+                        func.coalesce(func.sum(case((committed, T.c.size), else_=0)), 0))
+                 .where(T.c.committed_at >= since).group_by(platform))
     with engine.connect() as conn:
-        rows = conn.execute(query.group_by(T.c.platform)).fetchall()
+        rows = [row for row in conn.execute(query).fetchall() if row[1]]
     return {platform: {"items": count, "bytes": int(size)} for platform, count, size in rows}
 
 
@@ -176,16 +193,31 @@ def expired_leases(engine: Engine, now: float) -> dict[str, Any]:
 
 def stage_delays(engine: Engine, now: float, window_s: float = DELAY_WINDOW_S) -> dict[str, dict[str, Any]]:
     """Per stage delay: count, p50, p95 and max, in seconds, over items whose later stamp is recent."""
-    result = {}
+    since = now - window_s
+    stamps = sorted({column for _name, start, end in STAGE_DELAYS for column in (start, end)})
+    # Two reads bounded by the indexes, not one full read per delay (the other stamps have
+    # no index): a committed row's stamps all precede its commit (each stage stamps after
+    # the one before), so its recent ones are those of a recent commit (the committed_at
+    # index: the latest DELAY_SAMPLE_LIMIT of them); rows in any other state are few (the
+    # state index), those with a recent stamp are read.
+    committed = (select(*(T.c[name] for name in stamps)).where(T.c.committed_at >= since)
+                 .order_by(T.c.committed_at.desc()).limit(DELAY_SAMPLE_LIMIT))
+    others = (select(*(T.c[name] for name in stamps))
+              .where(T.c.state.in_(UNCOMMITTED_STATES), or_(*(T.c[name] >= since for name in stamps))))
     with engine.connect() as conn:
-        for name, start, end in STAGE_DELAYS:
-            begin, finish = T.c[start], T.c[end]
-            query = (select(finish - begin).where(begin.isnot(None), finish >= now - window_s, finish >= begin)
-                     .order_by(finish.desc()).limit(DELAY_SAMPLE_LIMIT))
-            values = sorted(float(row[0]) for row in conn.execute(query))
-            result[name] = {"count": len(values), "p50": _round(percentile(values, 50)),
-                            "p95": _round(percentile(values, 95)), "max": _round(values[-1] if values else None),
-                            "sum": round(sum(values), 3)}
+        rows = [*conn.execute(committed), *conn.execute(others)]
+    index = {name: position for position, name in enumerate(stamps)}
+    result = {}
+    for name, start, end in STAGE_DELAYS:
+        begin, finish = index[start], index[end]
+        pairs = [(row[finish], row[finish] - row[begin]) for row in rows
+                 if row[begin] is not None and row[finish] is not None and row[finish] >= since
+                 and row[finish] >= row[begin]]
+        pairs.sort(key=lambda pair: pair[0], reverse=True)
+        values = sorted(float(value) for _at, value in pairs[:DELAY_SAMPLE_LIMIT])
+        result[name] = {"count": len(values), "p50": _round(percentile(values, 50)),
+                        "p95": _round(percentile(values, 95)), "max": _round(values[-1] if values else None),
+                        "sum": round(sum(values), 3)}
     return result
 
 
@@ -342,9 +374,10 @@ def platform_outage(engine: Engine, now: float, platforms: tuple[str, ...]) -> d
     # By the committed_at index; the state is tested in the aggregate, or the planner may
     # prefer the state index and read every committed row of the ledger.
     downloaded_here = and_(T.c.state == "committed", T.c.finished_at >= since)
-    committed = (select(T.c.platform, func.coalesce(func.sum(case((downloaded_here, 1), else_=0)), 0),
+    # The group key an expression: else SQLite reads the whole table in identity-index order.
+    committed = (select(_unindexed(T.c.platform), func.coalesce(func.sum(case((downloaded_here, 1), else_=0)), 0),
                         func.max(case((downloaded_here, T.c.finished_at), else_=null())))
-                 .where(T.c.committed_at >= since).group_by(T.c.platform))
+                 .where(T.c.committed_at >= since).group_by(_unindexed(T.c.platform)))
     feed_ok = (select(F.c.platform, func.count(), func.max(F.c.resolved_at)).where(F.c.resolved_at >= since)
                .group_by(F.c.platform))
     with engine.connect() as conn:
@@ -474,27 +507,101 @@ def merge_histograms(*parts: dict[str, dict[tuple[str, str], dict]]) -> dict[str
     return {kind: dict(sorted(entries.items())) for kind, entries in merged.items()}
 
 
+# Where CommittedDelays keeps its fold in the ledger (mc_cursors: a key and a text value),
+# so that a new exporter, or each `metrics --once`, starts from it instead of reading
+# every committed row again; FOLD_SAVE_S: how far the fold must have advanced to be saved.
+FOLD_SOURCE_KEY, FOLD_NAME, FOLD_VERSION = "__metrics__", "delay_histograms", 1
+FOLD_SAVE_S = 300.0
+FOLD_SAVE_BUSY_MS = 2000  # SQLite: a scrape waits this long at most for the write lock, then skips the save
+
+
 class CommittedDelays:
     """The exporter's delay histograms, kept across scrapes: rows committed up to
-    COMMIT_SETTLE_S ago are folded in once (the first scrape reads them all, later ones
-    only the rows since: the committed_at index), newer rows are counted afresh on each
+    COMMIT_SETTLE_S ago are folded in once, newer rows are counted afresh on each
     scrape. A row whose batch reaches the ledger more than COMMIT_SETTLE_S after its
     stamp is left out; one that leaves the committed state later is not taken out
-    again (counters do not go down)."""
+    again (counters do not go down).
 
-    def __init__(self, engine: Engine, settle_s: float = COMMIT_SETTLE_S) -> None:
-        self.engine, self.settle_s = engine, settle_s
+    The fold is kept in the ledger too (mc_cursors, FOLD_SOURCE_KEY): only the first
+    scrape on a ledger reads every committed row; any later one, of this exporter, of
+    another, or a `metrics --once`, reads the fold and the rows committed since it (the
+    committed_at index). Every exporter folds the same rows, so they agree; a fold
+    saved with other buckets or by another version is read afresh. A ledger that takes
+    no write (a read-only role, a busy SQLite file) just keeps the fold in memory."""
+
+    def __init__(self, engine: Engine, settle_s: float = COMMIT_SETTLE_S, buckets: tuple[float, ...] = DELAY_BUCKETS,
+                 persist: bool = True) -> None:
+        self.engine, self.settle_s, self.buckets, self.persist = engine, settle_s, buckets, persist
         self._folded: dict | None = None
         self._upto = 0.0
+        self._saved_upto = 0.0
 
     def current(self, now: float) -> dict[str, dict[tuple[str, str], dict]]:
         upto = now - self.settle_s
+        if self._folded is None and self.persist:
+            stored = self._load()
+            if stored is not None:
+                self._folded, self._upto = stored
+                self._saved_upto = self._upto
         if self._folded is None:
-            self._folded, self._upto = delay_histograms(self.engine, committed_upto=upto), upto
+            self._folded, self._upto = delay_histograms(self.engine, self.buckets, committed_upto=upto), upto
         elif upto > self._upto:
-            more = delay_histograms(self.engine, committed_after=self._upto, committed_upto=upto)
+            more = delay_histograms(self.engine, self.buckets, committed_after=self._upto, committed_upto=upto)
             self._folded, self._upto = merge_histograms(self._folded, more), upto
-        return merge_histograms(self._folded, delay_histograms(self.engine, committed_after=self._upto))
+        if self.persist and (self._saved_upto == 0.0 or self._upto - self._saved_upto >= FOLD_SAVE_S):
+            self._save()
+        return merge_histograms(self._folded, delay_histograms(self.engine, self.buckets,
+                                                               committed_after=self._upto))
+
+    def _load(self) -> tuple[dict, float] | None:
+        import json
+
+        C = schema.cursors
+        try:
+            with self.engine.connect() as conn:
+                value = conn.execute(select(C.c.value).where(C.c.source_key == FOLD_SOURCE_KEY,
+                                                             C.c.name == FOLD_NAME)).scalar()
+            if value is None:
+                return None
+            data = json.loads(value)
+            if data.get("version") != FOLD_VERSION or tuple(data.get("buckets") or ()) != tuple(self.buckets):
+                return None
+            folded = {kind: {(platform, name): {"buckets": list(counts), "sum": float(total), "count": int(count)}
+                             for platform, name, counts, total, count in data[kind]} for kind in ("stage", "wait")}
+            return folded, float(data["upto"])
+        except Exception:  # unreadable or odd: fold afresh (the fold is a cache of the ledger's rows)
+            return None
+
+    def _save(self) -> None:
+        """Keep the fold, unless one saved meanwhile (by another exporter) reaches further."""
+        import json
+
+        C = schema.cursors
+        value = json.dumps({"version": FOLD_VERSION, "buckets": list(self.buckets), "upto": self._upto,
+                            **{kind: [[platform, name, entry["buckets"], entry["sum"], entry["count"]]
+                                      for (platform, name), entry in self._folded[kind].items()]
+                               for kind in ("stage", "wait")}}, separators=(",", ":"))
+        where = (C.c.source_key == FOLD_SOURCE_KEY, C.c.name == FOLD_NAME)
+        sqlite = self.engine.dialect.name == "sqlite"
+        try:
+            with self.engine.connect() as conn:
+                # On the DBAPI connection: a statement through SQLAlchemy would begin (BEGIN IMMEDIATE) first.
+                raw = conn.connection.dbapi_connection if sqlite else None
+                if raw is not None:
+                    raw.execute(f"PRAGMA busy_timeout={FOLD_SAVE_BUSY_MS}")
+                try:
+                    with conn.begin():
+                        updated = conn.execute(C.update().where(*where, C.c.updated_at < self._upto)
+                                               .values(value=value, updated_at=self._upto)).rowcount
+                        if not updated and conn.execute(select(func.count()).where(*where)).scalar_one() == 0:
+                            conn.execute(C.insert().values(source_key=FOLD_SOURCE_KEY, name=FOLD_NAME, value=value,
+                                                           updated_at=self._upto))
+                finally:
+                    if raw is not None:
+                        raw.execute("PRAGMA busy_timeout=30000")
+            self._saved_upto = self._upto
+        except Exception:  # read-only, locked, or two first scrapes inserting at once: keep it in memory
+            self._saved_upto = self._upto  # tried: the next try when the fold has advanced again
 
 
 def finished_outcomes(engine: Engine,
