@@ -26,7 +26,7 @@ from media_crawler.sim.world import SourceSpec
 
 POST_CACHE = 2048  # posts kept (each a few dozen small objects)
 CONTENT_CACHE_BYTES = 32 * 2**20
-SHA_CACHE = 65_536
+SHA_CACHE = 16_384
 # Real-sized pages where the client cannot choose (the demo's are tiny so it pages).
 PAGE_SIZES = {"weibo-m": 10, "weibo": 20, "urls": 100}
 
