@@ -72,7 +72,8 @@ def per_query(config_path: str, repeat: int) -> list[tuple[str, float]]:
         ("expired_leases", lambda: ledger_stats.expired_leases(engine, now)),
         ("waiting", lambda: ledger_stats.waiting(engine, now, binding)),
         ("stage_delays", lambda: ledger_stats.stage_delays(engine, now)),
-        ("delay_histograms(first scrape)", lambda: ledger_stats.CommittedDelays(engine).current(now)),
+        ("delay_histograms(fold kept)", lambda: ledger_stats.CommittedDelays(engine).current(now)),
+        ("delay_histograms(no fold)", lambda: ledger_stats.CommittedDelays(engine, persist=False).current(now)),
         ("failure_report", lambda: failures.failure_report(engine, now=now)),
         ("failure_report(--since 1h)", lambda: failures.failure_report(engine, now=now, since=now - 3600)),
     ]
