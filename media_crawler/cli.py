@@ -15,7 +15,7 @@ from typing import NoReturn
 
 COMMANDS = {
     "sim": ("media_crawler.sim", "run the built-in platform simulator on 127.0.0.1"),
-    "crawl": ("media_crawler.commands.crawl", "crawl sources for days through Dagster (registers partitions)"),
+    "crawl": ("media_crawler.commands.crawl", "crawl sources for days through Dagster (one run per shard and day)"),
     "demo": ("media_crawler.commands.demo", "start the simulator and crawl it into ./var (make demo)"),
     "ui": ("media_crawler.commands.ui", "simulator + dagster-daemon + dagster-webserver on 127.0.0.1 (make ui)"),
     "normalize": ("media_crawler.commands.normalize", "print the records a saved API response yields"),
@@ -29,6 +29,9 @@ COMMANDS = {
     # Recovery.
     "reconcile": ("media_crawler.commands.reconcile", "check the store against the ledger (and --repair)"),
     "rerun-failed": ("media_crawler.commands.rerun_failed", "re-execute failed partitions"),
+    "reshard": ("media_crawler.commands.reshard", "apply a changed shard count of sources.yaml (downloads nothing)"),
+    "upgrade-home": ("media_crawler.commands.upgrade_home",
+                     "move a home made with per-source partitions to shard partitions (downloads nothing)"),
     "backup": ("media_crawler.commands.backup", "back up the ledger, Dagster storage and the store"),
     "restore": ("media_crawler.commands.restore", "restore a backup into a fresh location, dispatch paused"),
 }

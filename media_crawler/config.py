@@ -18,6 +18,7 @@ Secrets never appear here: `credential_env` names environment variables.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -25,6 +26,7 @@ from typing import Any, Mapping
 
 from media_crawler.models import PLATFORMS, Source
 from media_crawler.platforms.base import PlatformSettings
+from media_crawler.shards import PartitionLayout, layout_from_raw
 
 CONFIG_ENV = "MEDIA_CRAWLER_CONFIG"
 HOME_ENV = "MEDIA_CRAWLER_HOME"
@@ -47,6 +49,7 @@ class CrawlConfig:
     min_free_bytes: int = 512 * 1024**2
     path: Path | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    layout: PartitionLayout = field(default_factory=PartitionLayout)
 
     def settings_for(self, platform: str) -> PlatformSettings:
         return self.platforms.get(platform, PlatformSettings())
@@ -56,6 +59,10 @@ class CrawlConfig:
             if source.key == key:
                 return source
         raise ConfigError(f"source {key!r} is not in {self.path or 'the configuration'}")
+
+    def sources_in(self, shard: str) -> list[Source]:
+        """The configured sources a shard partition holds (shards.py)."""
+        return self.layout.sources_in(shard, self.sources)
 
 
 def home_dir() -> Path:
@@ -71,7 +78,8 @@ def load_config(path: str | os.PathLike | None = None) -> CrawlConfig:
 
     path = Path(path) if path else default_config_path()
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        # libyaml's safe loader when present: ~10x faster on a 10,000-source file.
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
     except FileNotFoundError:
         raise ConfigError(f"no sources file at {path} (set {CONFIG_ENV} or pass --config)") from None
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
@@ -84,7 +92,7 @@ def load_config(path: str | os.PathLike | None = None) -> CrawlConfig:
 # Every key sources.yaml may hold; anything else is refused with its name (a typo such as
 # `ledger:` for `ledger_url:` must not be ignored without a word).
 TOP_LEVEL_KEYS = frozenset({"sources", "platforms", "store", "ledger_url", "allow_hosts", "workers",
-                            "max_item_bytes", "min_free_bytes"})
+                            "max_item_bytes", "min_free_bytes", "partitions"})
 PLATFORM_KEYS = frozenset({"api_base", "extra_api_bases", "media_hosts", "max_height", "codec_order",
                            "credential_env", "mux", "rate", "burst", "max_pages", "allow_unknown_formats"})
 
@@ -152,7 +160,15 @@ def config_from_dict(raw: Mapping[str, Any], path: Path | None = None) -> CrawlC
         min_free_bytes=_int("min_free_bytes", raw.get("min_free_bytes"), 512 * 1024**2),
         path=path,
         raw=dict(raw),
+        layout=_layout(raw.get("partitions"), path),
     )
+
+
+def _layout(raw: Any, path: Path | None) -> PartitionLayout:
+    try:
+        return layout_from_raw(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{path or 'the configuration'}: {exc}") from None
 
 
 def _resolve(value: Any, base: Path) -> Path | None:
@@ -178,8 +194,8 @@ def _parse_sources(entries: Any) -> list[Source]:
             sources.append(Source.parse(platform, entry[platform], options))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-    keys = [source.key for source in sources]
-    duplicates = {key for key in keys if keys.count(key) > 1}
+    counts = Counter(source.key for source in sources)
+    duplicates = {key for key, count in counts.items() if count > 1}
     if duplicates:
         raise ConfigError(f"sources listed twice: {', '.join(sorted(duplicates))}")
     return sources

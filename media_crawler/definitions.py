@@ -1,18 +1,44 @@
-"""The code location's entry point (workspace.yaml points here)."""
+"""The code location's entry point (workspace.yaml points here).
+
+The partitions come from the `partitions:` section of the code location's
+sources.yaml (MEDIA_CRAWLER_CONFIG), read once here when the code location
+loads; everything else is read by the resource when a run or tick needs it.
+Without a sources file the default layout applies (docs/SHARDS.md).
+"""
+from __future__ import annotations
+
 from dagster import Definitions
 
-from media_crawler.defs.assets import committed_media, media_downloads, media_records, verified_media
+from media_crawler.config import CrawlConfig, default_config_path, load_config
+from media_crawler.defs.assets import build_crawl_assets
 from media_crawler.defs.celery import build_celery_crawl_job
-from media_crawler.defs.jobs import crawl_job, daily_crawl_schedule, source_registration_sensor, unfinished_partitions_sensor
+from media_crawler.defs.jobs import build_automation, build_crawl_job
 from media_crawler.defs.resources import CrawlerResource
+from media_crawler.shards import PartitionLayout
 
-CRAWL_ASSETS = [media_records, media_downloads, verified_media, committed_media]
 
-defs = Definitions(
-    assets=CRAWL_ASSETS,
-    # crawl_celery exists only where dagster-celery is installed (pip install -e '.[celery]').
-    jobs=[job for job in (crawl_job, build_celery_crawl_job()) if job is not None],
-    schedules=[daily_crawl_schedule],
-    sensors=[source_registration_sensor, unfinished_partitions_sensor],
-    resources={"crawler": CrawlerResource()},
-)
+def build_definitions(layout: PartitionLayout) -> Definitions:
+    crawl_job = build_crawl_job(layout)
+    schedule, *sensors = build_automation(layout, crawl_job)
+    return Definitions(
+        assets=list(build_crawl_assets(layout)),
+        # crawl_celery exists only where dagster-celery is installed (pip install -e '.[celery]').
+        jobs=[job for job in (crawl_job, build_celery_crawl_job(layout)) if job is not None],
+        schedules=[schedule],
+        sensors=sensors,
+        resources={"crawler": CrawlerResource()},
+    )
+
+
+def crawl_assets_for(config: CrawlConfig) -> list:
+    """The four assets partitioned as `config` asks (for `materialize`)."""
+    return list(build_crawl_assets(config.layout))
+
+
+def code_location_layout() -> PartitionLayout:
+    """An unreadable sources file fails the load with its one-line reason (shown in the UI)."""
+    path = default_config_path()
+    return load_config(path).layout if path.exists() else PartitionLayout()
+
+
+defs = build_definitions(code_location_layout())

@@ -1,8 +1,10 @@
-"""`media-crawler crawl`: register sources as partitions and materialize them.
+"""`media-crawler crawl`: register sources and materialize their shard partitions.
 
-For CLI users and CI: no manual `add_dynamic_partitions` step, one Dagster run
-per partition (in-process executor: steps of one partition share a process),
-exit status non-zero when any partition failed.
+For CLI users and CI: one Dagster run per partition, that is per shard that
+holds a selected source, per day (in-process executor: the steps of one
+partition share a process); exit status non-zero when any partition failed.
+A shard's run works on every source of the shard (media_crawler/shards.py):
+`--source` picks the shards to run, not sources within them.
 """
 from __future__ import annotations
 
@@ -18,18 +20,21 @@ from media_crawler.config import CONFIG_ENV, CrawlConfig, load_config
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=os.environ.get(CONFIG_ENV, "sources.yaml"), help="sources.yaml path")
-    parser.add_argument("--source", action="append", default=[], help="source key (default: every source)")
+    parser.add_argument("--source", action="append", default=[],
+                        help="source key: runs the shard that holds it (default: every shard holding a source)")
+    parser.add_argument("--shard", action="append", default=[], help="shard key such as bilibili-s03 (repeatable)")
     parser.add_argument("--day", action="append", default=[], help="UTC day YYYY-MM-DD (repeatable)")
     parser.add_argument("--days", type=int, default=1, help="the N days up to yesterday (default 1)")
 
 
 @dataclass
 class PartitionOutcome:
-    source_key: str
+    shard: str
     day: str
     success: bool
     run_id: str
     error: str = ""
+    sources: tuple[str, ...] = ()  # the source keys the shard holds
 
 
 @dataclass
@@ -41,25 +46,30 @@ class CrawlOutcome:
         return [p for p in self.partitions if not p.success]
 
 
-def register_sources(instance, config: CrawlConfig) -> list[str]:
-    from media_crawler.defs.partitions import source_partitions
+def prepare_home(instance, config: CrawlConfig) -> list[str]:
+    """Check the home's partition layout and register the configured sources in
+    the ledger (so the registration sensor does not request them again)."""
+    from media_crawler.pipeline.layout import check_layout
+    from media_crawler.store.ledger import Ledger
+    from media_crawler.store.source_state import register_sources
 
-    keys = [source.key for source in config.sources]
-    known = set(instance.get_dynamic_partitions(source_partitions.name))
-    missing = [key for key in keys if key not in known]
-    if missing:
-        instance.add_dynamic_partitions(source_partitions.name, missing)
-    return keys
+    ledger = Ledger(config.ledger_url)
+    check_layout(ledger, config, instance=instance)
+    register_sources(ledger, ((source.key, source.platform) for source in config.sources))
+    return [source.key for source in config.sources]
 
 
 def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | None = None, instance=None,
-          raise_on_error: bool = False, progress_sinks: list | None = None) -> CrawlOutcome:
-    """progress_sinks: where partitions done/total, bytes, rate and ETA go (observe/progress.py)."""
+          raise_on_error: bool = False, progress_sinks: list | None = None,
+          shards: list[str] | None = None) -> CrawlOutcome:
+    """Run the shard partitions holding `source_keys` (or the given `shards`; default:
+    every shard holding a configured source) for each day.
+    progress_sinks: where partitions done/total, bytes, rate and ETA go (observe/progress.py)."""
     from dagster import DagsterInstance, materialize
 
     from media_crawler.defs.partitions import partition_key
     from media_crawler.defs.resources import CrawlerResource
-    from media_crawler.definitions import CRAWL_ASSETS
+    from media_crawler.definitions import crawl_assets_for
     from media_crawler.observe.progress import Progress
 
     from media_crawler.recovery.runs import fail_dead_runs, process_tags
@@ -68,24 +78,26 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
     instance = instance or DagsterInstance.get()
     # Runs a killed predecessor left STARTED are failed first, so they read as failed, not running.
     fail_dead_runs(instance)
-    keys = register_sources(instance, config)
-    selected = [key for key in keys if not source_keys or key in source_keys]
+    keys = prepare_home(instance, config)
     unknown = set(source_keys or []) - set(keys)
     if unknown:
         raise SystemExit(f"unknown source(s): {', '.join(sorted(unknown))}; known: {', '.join(keys)}")
+    selected = set(shards or ()) | {config.layout.shard_of(key) for key in (source_keys or ([] if shards else keys))}
+    shards = {shard: tuple(members) for shard, members in sorted(config.layout.group(keys).items()) if shard in selected}
+    assets = crawl_assets_for(config)
     resource = CrawlerResource(config_path=str(Path(config_path).resolve()))
     outcome = CrawlOutcome()
-    progress = Progress("crawl", len(days) * len(selected), unit="partitions", sinks=progress_sinks or [])
+    progress = Progress("crawl", len(days) * len(shards), unit="partitions", sinks=progress_sinks or [])
     for day in days:
-        for key in selected:
-            result = materialize(CRAWL_ASSETS, partition_key=partition_key(key, day), instance=instance,
+        for shard, members in shards.items():
+            result = materialize(assets, partition_key=partition_key(shard, day), instance=instance,
                                  resources={"crawler": resource}, raise_on_error=raise_on_error,
-                                 tags={"media_crawler/source": key, "media_crawler/day": day, **process_tags()})
+                                 tags={"media_crawler/shard": shard, "media_crawler/day": day, **process_tags()})
             error = ""
             if not result.success:
                 failures = [event for event in result.all_events if event.is_step_failure]
                 error = "; ".join(str(event.step_failure_data.error.message).strip()[:300] for event in failures)
-            outcome.partitions.append(PartitionOutcome(key, day, result.success, result.run_id, error))
+            outcome.partitions.append(PartitionOutcome(shard, day, result.success, result.run_id, error, members))
             progress.advance(bytes=_committed_bytes(result))
     progress.close()
     return outcome
@@ -113,9 +125,10 @@ def run(args: argparse.Namespace) -> int:
 
     configure()
     days = resolve_days(args.day, args.days)
-    outcome = crawl(args.config, days, args.source, progress_sinks=default_sinks())
+    outcome = crawl(args.config, days, args.source, progress_sinks=default_sinks(), shards=args.shard or None)
     for partition in outcome.partitions:
         status = "ok" if partition.success else "FAILED"
-        print(f"{partition.day} {partition.source_key}: {status} run {partition.run_id} {partition.error}",
+        print(f"{partition.day} {partition.shard} ({len(partition.sources)} source(s)): {status} "
+              f"run {partition.run_id} {partition.error}",
               file=sys.stderr)
     return 1 if outcome.failed else 0

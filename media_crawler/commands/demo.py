@@ -27,12 +27,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1)
 
 
+DEMO_START_DAY = "2026-11-20"
+
+
 def demo_sources(base_url: str) -> dict:
     """The demo's sources.yaml: real adapters, API bases pointed at the simulator."""
     return {
         # The simulator's origin (host and port): its CDN paths are on 127.0.0.1, which
         # the URL policy refuses unless listed, and then only on the port listed.
         "allow_hosts": [base_url],
+        # Six sources need few shards, and the simulated world's days begin 2026-11-25:
+        # the UI lists the demo's partitions without a year of empty days (docs/SHARDS.md).
+        "partitions": {"start_day": DEMO_START_DAY, "shards": 2},
         "platforms": {
             # mux off: the simulator's DASH tracks are valid ISO-BMFF boxes but hold no
             # playable samples, so a real ffmpeg would have nothing to mux.

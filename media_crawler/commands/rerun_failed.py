@@ -48,7 +48,7 @@ def parse_span(text: str) -> timedelta:
 
 @dataclass
 class Rerun:
-    source_key: str
+    shard: str
     day: str
     reasons: list[str] = field(default_factory=list)
 
@@ -56,30 +56,37 @@ class Rerun:
 def plan_reruns(instance, config, since: timedelta) -> tuple[list[Rerun], list[str]]:
     """(partitions to re-run, notes about partitions left alone)."""
     from media_crawler.defs.partitions import split_partition_key
+    from media_crawler.shards import is_shard_key
     from media_crawler.pipeline.unfinished import unfinished_partitions
     from media_crawler.recovery.runs import failed_partitions, in_flight_partitions
     from media_crawler.store.ledger import Ledger
 
     known = {source.key for source in config.sources}
+    shards = set(config.layout.group(known))
     busy = in_flight_partitions(instance)
     plans: dict[tuple[str, str], Rerun] = {}
     notes: list[str] = []
 
-    def add(source_key: str, day: str, reason: str) -> None:
-        partition = f"{day}|{source_key}"
-        if source_key not in known:
-            notes.append(f"{partition}: source not in {config.path}; skipped")
+    def add(shard: str, day: str, reason: str) -> None:
+        partition = f"{day}|{shard}"
+        if shard not in shards:
+            notes.append(f"{partition}: no source of {config.path} is in this shard; skipped")
         elif partition in busy:
             notes.append(f"{partition}: a run is queued or in progress; skipped")
         else:
-            plans.setdefault((source_key, day), Rerun(source_key, day)).reasons.append(reason)
+            plans.setdefault((shard, day), Rerun(shard, day)).reasons.append(reason)
 
     for failed in failed_partitions(instance, datetime.now(timezone.utc) - since):
-        source_key, window = split_partition_key(failed.partition)
-        add(source_key, window.day.isoformat(), f"latest run {failed.run_id[:8]} failed")
+        if "|" not in failed.partition or not is_shard_key(failed.partition.split("|", 1)[1]):
+            continue  # a run of a per-source partition, before `upgrade-home`
+        shard, window = split_partition_key(failed.partition)
+        add(shard, window.day.isoformat(), f"latest run {failed.run_id[:8]} failed")
     for source_key, day, count in unfinished_partitions(Ledger(config.ledger_url)):
-        add(source_key, day, f"{count} unfinished item(s) in the ledger")
-    return sorted(plans.values(), key=lambda plan: (plan.day, plan.source_key)), notes
+        if source_key not in known:
+            notes.append(f"{day}|{source_key}: {count} unfinished item(s) of a source not in {config.path}; skipped")
+            continue
+        add(config.layout.shard_of(source_key), day, f"{count} unfinished item(s) of {source_key} in the ledger")
+    return sorted(plans.values(), key=lambda plan: (plan.day, plan.shard)), notes
 
 
 def rerun(config_path: str, instance=None, since: timedelta = timedelta(hours=24), dry_run: bool = False,
@@ -105,12 +112,12 @@ def rerun(config_path: str, instance=None, since: timedelta = timedelta(hours=24
     for plan in plans:
         reasons = "; ".join(plan.reasons)
         if dry_run:
-            print(f"would re-run {plan.day} {plan.source_key}: {reasons}", file=out)
+            print(f"would re-run {plan.day} {plan.shard}: {reasons}", file=out)
             continue
-        outcome = crawl(config_path, [plan.day], [plan.source_key], instance=instance).partitions[0]
+        outcome = crawl(config_path, [plan.day], shards=[plan.shard], instance=instance).partitions[0]
         failed += not outcome.success
         status = "ok" if outcome.success else f"FAILED {outcome.error}"
-        print(f"re-ran {plan.day} {plan.source_key} ({reasons}): {status} run {outcome.run_id}", file=out)
+        print(f"re-ran {plan.day} {plan.shard} ({reasons}): {status} run {outcome.run_id}", file=out)
     return 1 if failed else 0
 
 

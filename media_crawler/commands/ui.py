@@ -58,10 +58,10 @@ def apply_worker_plan(dagster_home: Path, plan: WorkerPlan) -> bool:
 def register_partitions(config_path: Path) -> list[str]:
     from dagster import DagsterInstance
 
-    from media_crawler.commands.crawl import register_sources
+    from media_crawler.commands.crawl import prepare_home
 
     with DagsterInstance.get() as instance:
-        return register_sources(instance, load_config(config_path))
+        return prepare_home(instance, load_config(config_path))
 
 
 def run(args: argparse.Namespace) -> int:

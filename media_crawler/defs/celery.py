@@ -17,6 +17,7 @@ from dagster import AssetSelection, define_asset_job
 
 from media_crawler.defs.assets import GROUP
 from media_crawler.defs.jobs import partitioned_run_config
+from media_crawler.shards import PartitionLayout
 
 CELERY_CONFIG_ENV = "MEDIA_CRAWLER_CELERY_CONFIG"
 CELERY_JOB_NAME = "crawl_celery"
@@ -36,14 +37,14 @@ def celery_executor_config(path: str | os.PathLike | None = None) -> dict[str, A
     return dict((raw.get("execution") or {}).get("config") or {})
 
 
-def build_celery_crawl_job():
+def build_celery_crawl_job(layout: PartitionLayout):
     """The crawl job on the Celery executor, or None when dagster_celery is not installed."""
     try:
         from dagster_celery import celery_executor
     except ImportError:
         return None
     return define_asset_job(
-        CELERY_JOB_NAME, selection=AssetSelection.groups(GROUP), config=partitioned_run_config({}),
+        CELERY_JOB_NAME, selection=AssetSelection.groups(GROUP), config=partitioned_run_config(layout, {}),
         executor_def=celery_executor.configured(celery_executor_config(), name="crawl_celery_executor"),
         description="The crawl job with each step executed on a Celery worker (deploy/celery.yaml).",
     )

@@ -1,7 +1,13 @@
-"""The crawl job, its daily schedule, and the sensors that keep partitions fresh."""
+"""The crawl job, its daily schedule, and the sensors that keep partitions fresh.
 
+Built per partition layout (`build_crawl_job`, `build_automation`): the job's
+partitions are the shard × day partitions of sources.yaml (defs/partitions.py).
+"""
+
+import hashlib
 import json
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 
 from dagster import (
     AssetSelection,
@@ -11,7 +17,6 @@ from dagster import (
     RunRequest,
     ScheduleEvaluationContext,
     SensorEvaluationContext,
-    SensorResult,
     SkipReason,
     define_asset_job,
     schedule,
@@ -20,84 +25,111 @@ from dagster import (
 
 from media_crawler.config import ConfigError
 from media_crawler.defs.assets import GROUP
-from media_crawler.defs.partitions import crawl_partitions, partition_key, source_partitions, split_partition_key
+from media_crawler.defs.partitions import crawl_partitions, partition_key, split_partition_key
 from media_crawler.defs.resources import CrawlerResource
-from media_crawler.deploy.workers import PLATFORM_TAG, plan_from_environment
+from media_crawler.deploy.workers import PLATFORM_TAG
+from media_crawler.pipeline.layout import check_layout
 from media_crawler.pipeline.unfinished import unfinished_partitions
 from media_crawler.recovery import rerequest
 from media_crawler.recovery.runs import fail_dead_runs, in_flight_partitions
-
-
-def platform_tags(key) -> dict[str, str]:
-    """Every run of a partition carries its platform as a tag: the instance's
-    per-platform run limit (see deploy/workers.py) counts runs by this tag."""
-    source_key, _window = split_partition_key(key)
-    return {PLATFORM_TAG: source_key.split("-", 1)[0]}
-
-
-def partitioned_run_config(run_config: dict) -> PartitionedConfig:
-    """A PartitionedConfig, not plain job tags: backfills, schedules, sensors and
-    the launchpad all resolve a partition's tags through it, so every run is tagged."""
-    return PartitionedConfig(partitions_def=crawl_partitions, run_config_for_partition_key_fn=lambda _key: run_config,
-                             tags_for_partition_key_fn=platform_tags)
-
-
-# `workers: N` caps the step processes of one run (README "Workers").
-_EXECUTION = {"execution": {"config": {"multiprocess": {"max_concurrent": plan_from_environment().executor_max_concurrent}}}}
-crawl_job = define_asset_job("crawl", selection=AssetSelection.groups(GROUP), config=partitioned_run_config(_EXECUTION),
-                             description="All four stages for one partition.")
+from media_crawler.shards import PartitionLayout, shard_platform
+from media_crawler.store.source_state import register_sources
 
 # How many recent days a newly registered source gets crawled for.
 RECENT_DAYS = 3
 
 
-@schedule(job=crawl_job, cron_schedule="30 0 * * *", execution_timezone="UTC",
-          default_status=DefaultScheduleStatus.STOPPED)
-def daily_crawl_schedule(context: ScheduleEvaluationContext, crawler: CrawlerResource):
-    """Every day at 00:30 UTC: crawl yesterday for every source in sources.yaml."""
-    yesterday = (context.scheduled_execution_time.astimezone(timezone.utc) - timedelta(days=1)).date().isoformat()
-    registered = set(context.instance.get_dynamic_partitions(source_partitions.name))
-    for source in crawler.load().sources:
-        if source.key in registered:
-            yield RunRequest(run_key=f"{source.key}|{yesterday}", partition_key=partition_key(source.key, yesterday))
+def platform_tags(key) -> dict[str, str]:
+    """Every run of a partition carries its platform as a tag: the instance's
+    per-platform run limit (see deploy/workers.py) counts runs by this tag."""
+    shard, _window = split_partition_key(key)
+    return {PLATFORM_TAG: shard_platform(shard)}
 
 
-@sensor(job=crawl_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.RUNNING)
-def source_registration_sensor(context: SensorEvaluationContext, crawler: CrawlerResource):
-    """Registers sources newly added to sources.yaml as partitions and requests their recent days."""
-    try:
+def partitioned_run_config(layout: PartitionLayout, run_config: dict) -> PartitionedConfig:
+    """A PartitionedConfig, not plain job tags: backfills, schedules, sensors and
+    the launchpad all resolve a partition's tags through it, so every run is tagged."""
+    return PartitionedConfig(partitions_def=crawl_partitions(layout), run_config_for_partition_key_fn=lambda _key: run_config,
+                             tags_for_partition_key_fn=platform_tags)
+
+
+def crawl_execution() -> dict:
+    """The four steps of a partition are a chain: separate step processes would only
+    add a process start each (2-3 s, ../shared/DAGSTER.md) and gain nothing, so one
+    run executes in one process; parallelism comes from runs over partitions (the
+    run queue's limits, deploy/workers.py). `workers: N` sets those limits."""
+    return {"execution": {"config": {"in_process": {}}}}
+
+
+@lru_cache(maxsize=16)
+def build_crawl_job(layout: PartitionLayout):
+    return define_asset_job("crawl", selection=AssetSelection.groups(GROUP),
+                            config=partitioned_run_config(layout, crawl_execution()),
+                            description="All four stages for one partition (one shard of sources, one day).")
+
+
+def _digest(keys) -> str:
+    return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:12]
+
+
+def build_automation(layout: PartitionLayout, crawl_job) -> list:
+    """The schedule and the two sensors for the crawl job of `layout`."""
+
+    @schedule(job=crawl_job, cron_schedule="30 0 * * *", execution_timezone="UTC",
+              default_status=DefaultScheduleStatus.STOPPED)
+    def daily_crawl_schedule(context: ScheduleEvaluationContext, crawler: CrawlerResource):
+        """Every day at 00:30 UTC: crawl yesterday for every shard that holds a source of sources.yaml."""
+        yesterday = (context.scheduled_execution_time.astimezone(timezone.utc) - timedelta(days=1)).date().isoformat()
         config = crawler.load()
-    except ConfigError as error:
-        return SkipReason(f"sources file unreadable: {error}")
-    registered = set(context.instance.get_dynamic_partitions(source_partitions.name))
-    new = [source.key for source in config.sources if source.key not in registered]
-    if not new:
-        return SkipReason("no new sources")
-    today = datetime.now(timezone.utc).date()
-    days = [(today - timedelta(days=offset)).isoformat() for offset in range(1, RECENT_DAYS + 1)]
-    return SensorResult(
-        dynamic_partitions_requests=[source_partitions.build_add_request(new)],
-        run_requests=[RunRequest(run_key=f"register|{key}|{day}", partition_key=partition_key(key, day))
-                      for key in new for day in days],
-    )
+        for shard in sorted(config.layout.group(source.key for source in config.sources)):
+            yield RunRequest(run_key=f"{shard}|{yesterday}", partition_key=partition_key(shard, yesterday))
 
+    @sensor(job=crawl_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.RUNNING)
+    def source_registration_sensor(context: SensorEvaluationContext, crawler: CrawlerResource):
+        """Registers sources newly added to sources.yaml (in the ledger) and requests
+        the recent days of the shards that hold them."""
+        try:
+            runtime = crawler.runtime()
+            config = crawler.load()
+            check_layout(runtime.ledger, config, instance=context.instance)
+        except ConfigError as error:
+            return SkipReason(f"not registering sources: {error}")
+        new = register_sources(runtime.ledger, ((source.key, source.platform) for source in config.sources))
+        if not new:
+            return SkipReason("no new sources")
+        today = datetime.now(timezone.utc).date()
+        days = [(today - timedelta(days=offset)).isoformat() for offset in range(1, RECENT_DAYS + 1)]
+        return [RunRequest(run_key=f"register|{shard}|{day}|{_digest(keys)}", partition_key=partition_key(shard, day))
+                for shard, keys in sorted(config.layout.group(new).items()) for day in days]
 
-@sensor(job=crawl_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.RUNNING)
-def unfinished_partitions_sensor(context: SensorEvaluationContext, crawler: CrawlerResource):
-    """Re-runs partitions whose ledger still holds unfinished items (a failed or
-    killed run, a platform that was down), so the backlog drains without an
-    operator. Backoff per partition (2 min doubling to 1 h, kept in the cursor),
-    at most a few partitions per tick, never beside a run already in flight.
-    Each tick also marks failed the runs whose process died (recovery/runs.py)."""
-    dead = fail_dead_runs(context.instance)
-    registered = set(context.instance.get_dynamic_partitions(source_partitions.name))
-    in_flight = {tuple(reversed(key.split("|", 1))) for key in in_flight_partitions(context.instance)}
-    unfinished = [(source_key, day) for source_key, day, _count in unfinished_partitions(crawler.runtime().ledger)]
-    due, state = rerequest.plan_rerequests(unfinished, json.loads(context.cursor or "{}"), rerequest.clock(),
-                                           registered=registered, in_flight=in_flight)
-    context.update_cursor(json.dumps(state))
-    requests = [RunRequest(run_key=f"rerequest|{item.source_key}|{item.day}|{item.number}",
-                           partition_key=partition_key(item.source_key, item.day)) for item in due]
-    if requests:
-        return requests
-    return SkipReason(f"no unfinished partition is due ({len(unfinished)} unfinished, {len(dead)} dead run(s) failed)")
+    @sensor(job=crawl_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.RUNNING)
+    def unfinished_partitions_sensor(context: SensorEvaluationContext, crawler: CrawlerResource):
+        """Re-runs partitions whose ledger still holds unfinished items (a failed or
+        killed run, a platform that was down), so the backlog drains without an
+        operator. Backoff per partition (2 min doubling to 1 h, kept in the cursor),
+        at most a few partitions per tick, never beside a run already in flight.
+        Each tick also marks failed the runs whose process died (recovery/runs.py)."""
+        dead = fail_dead_runs(context.instance)
+        runtime = crawler.runtime()
+        try:
+            check_layout(runtime.ledger, runtime.config, instance=context.instance)
+        except ConfigError as error:
+            return SkipReason(f"not re-requesting partitions: {error}")
+        configured = {source.key for source in runtime.config.sources}
+        shards: dict[tuple[str, str], int] = {}
+        for source_key, day, count in unfinished_partitions(runtime.ledger):
+            if source_key in configured:
+                pair = (runtime.config.layout.shard_of(source_key), day)
+                shards[pair] = shards.get(pair, 0) + count
+        in_flight = {tuple(reversed(key.split("|", 1))) for key in in_flight_partitions(context.instance)}
+        unfinished = sorted(shards, key=lambda pair: (pair[1], pair[0]))
+        due, state = rerequest.plan_rerequests(unfinished, json.loads(context.cursor or "{}"), rerequest.clock(),
+                                               registered={shard for shard, _day in unfinished}, in_flight=in_flight)
+        context.update_cursor(json.dumps(state))
+        requests = [RunRequest(run_key=f"rerequest|{item.source_key}|{item.day}|{item.number}",
+                               partition_key=partition_key(item.source_key, item.day)) for item in due]
+        if requests:
+            return requests
+        return SkipReason(f"no unfinished partition is due ({len(unfinished)} unfinished, {len(dead)} dead run(s) failed)")
+
+    return [daily_crawl_schedule, source_registration_sensor, unfinished_partitions_sensor]

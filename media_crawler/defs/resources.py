@@ -9,7 +9,9 @@ from dagster import ConfigurableResource
 from media_crawler.config import CONFIG_ENV, CrawlConfig, load_config
 from media_crawler.pipeline.runtime import Runtime
 
-_RUNTIMES: dict[str, Runtime] = {}
+# By path and the file's version: an edited sources.yaml (a new source, a new shard
+# count) is read again by the next step or tick of a long-lived process.
+_RUNTIMES: dict[tuple[str, int, int], Runtime] = {}
 _LOCK = threading.Lock()
 
 
@@ -26,10 +28,17 @@ class CrawlerResource(ConfigurableResource):
 
     def runtime(self) -> Runtime:
         path = os.path.abspath(self.resolved_path())
+        try:
+            stat = os.stat(path)
+            key = (path, stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            key = (path, 0, 0)  # load_config says what is wrong with it
         with _LOCK:
-            if path not in _RUNTIMES:
-                _RUNTIMES[path] = Runtime.from_config(load_config(path))
-            return _RUNTIMES[path]
+            if key not in _RUNTIMES:
+                for stale in [other for other in _RUNTIMES if other[0] == path]:
+                    del _RUNTIMES[stale]
+                _RUNTIMES[key] = Runtime.from_config(load_config(path))
+            return _RUNTIMES[key]
 
 
 def reset_runtimes() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from sqlalchemy import and_, case, func, literal, null, or_, select
 from sqlalchemy.engine import Engine
@@ -299,14 +299,16 @@ def waiting(engine: Engine, now: float, binding_platforms: Iterable[str] = ()) -
                 for platform, reason_, source_key, day, cause_, count, since_, retry_max in conn.execute(query)]
 
 
-def refine_with_runs(rows: list[dict[str, Any]], queued_partitions: set[str],
-                     running_partitions: set[str]) -> list[dict[str, Any]]:
-    """`awaiting_run` rows whose partition ('day|source_key', Dagster's key) has a run
-    queued become `run_queued`; with a run in flight, `step_pending`."""
+def refine_with_runs(rows: list[dict[str, Any]], queued_partitions: set[str], running_partitions: set[str],
+                     shard_of: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
+    """`awaiting_run` rows whose partition ('day|shard', Dagster's key; shard_of maps a
+    row's source key to its shard) has a run queued become `run_queued`; with a run
+    in flight, `step_pending`."""
     refined = []
     for row in rows:
         if row["reason"] == waits.AWAITING_RUN:
-            partition = f"{row['day']}|{row['source_key']}"
+            shard = shard_of(row["source_key"]) if shard_of else row["source_key"]
+            partition = f"{row['day']}|{shard}"
             if partition in running_partitions:
                 row = {**row, "reason": waits.STEP_PENDING}
             elif partition in queued_partitions:

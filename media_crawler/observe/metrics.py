@@ -125,7 +125,8 @@ class LedgerCollector(Collector):
         binding = ledger_stats.binding_budgets(self.engine, now)
         rows = ledger_stats.waiting(self.engine, now, binding)
         if runs is not None:
-            rows = ledger_stats.refine_with_runs(rows, runs.queued_partitions, runs.running_partitions)
+            rows = ledger_stats.refine_with_runs(rows, runs.queued_partitions, runs.running_partitions,
+                                                 shard_of=self.config.layout.shard_of)
         waiting = ledger_stats.summarize_waiting(rows, now)
         count = GaugeMetricFamily(f"{PREFIX}_waiting_items",
                                   "Unfinished items by why they wait (one reason each, observe/waits.py).",

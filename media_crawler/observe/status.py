@@ -54,7 +54,8 @@ def build_status(engine: Engine, config: CrawlConfig, now: float, *, instance=No
         try:
             view = dagster_runs.runs_in_flight(instance)
             dagster = dagster_runs.dagster_status(instance, now, view)
-            wait_rows = ledger_stats.refine_with_runs(wait_rows, view.queued_partitions, view.running_partitions)
+            wait_rows = ledger_stats.refine_with_runs(wait_rows, view.queued_partitions, view.running_partitions,
+                                                      shard_of=config.layout.shard_of)
         except Exception as exc:  # run storage unreachable: the ledger's part still answers
             dagster = {"available": False, "reason": scrub_text(f"{type(exc).__name__}: {exc}")[:300]}
     waiting = ledger_stats.summarize_waiting(wait_rows, now)

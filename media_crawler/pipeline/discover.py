@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
+from typing import Sequence
 
 from sqlalchemy import select
 
@@ -13,8 +15,66 @@ from media_crawler.pipeline.runtime import Runtime
 from media_crawler.recovery.crashpoints import AFTER_DISCOVERY_BATCH, crash_point
 from media_crawler.store import schema
 from media_crawler.store.ledger import FINISHED_STATES
+from media_crawler.store.source_state import finished_feeds, mark_feed_finished, open_feed_error_since
 
 BATCH = 200
+
+
+@dataclass
+class SourceFailure:
+    """A source whose feed walk failed in this step: what a partition's metadata names."""
+
+    source_key: str
+    error: CrawlError
+    since: float  # when this source's feed first failed for the day (its oldest open feed error)
+
+
+@dataclass
+class ShardDiscovery:
+    report: StageReport
+    sources: int = 0
+    feeds_walked: int = 0
+    feeds_already_done: int = 0
+    failures: list[SourceFailure] = field(default_factory=list)
+
+    @property
+    def retryable(self) -> list[SourceFailure]:
+        return [failure for failure in self.failures if failure.error.policy.retryable]
+
+    def retry_after_s(self) -> float | None:
+        """The longest wait a platform asked for among the retryable failures."""
+        waits = [failure.error.retry_after for failure in self.retryable if failure.error.retry_after is not None]
+        return max(waits) if waits else None
+
+
+def discover_sources(runtime: Runtime, sources: Sequence[Source], window: DayWindow,
+                     run_id: str | None = None) -> ShardDiscovery:
+    """Walk the feed of every source of a shard partition for the day, one after another.
+
+    A failing source does not stop the others; its failure is recorded (feed
+    errors) and returned, named, for the partition's metadata. A source whose
+    walk already finished in this run (a step retry after another source's
+    transient failure) is not walked again. A new run walks every feed: the walk
+    refreshes the signed URLs of unfinished items and gives failed ones a fresh
+    budget (Ledger.record_discovered).
+    """
+    outcome = ShardDiscovery(StageReport("fetch"), sources=len(sources))
+    day = window.day.isoformat()
+    done = finished_feeds(runtime.ledger, [source.key for source in sources], day, run_id) if run_id else set()
+    for source in sources:
+        if source.key in done:
+            outcome.feeds_already_done += 1
+            continue
+        try:
+            report = discover(runtime, source, window, run_id=run_id)
+        except CrawlError as error:
+            since = open_feed_error_since(runtime.ledger, source.key, day) or time.time()
+            outcome.failures.append(SourceFailure(source.key, error, since))
+            continue
+        outcome.feeds_walked += 1
+        mark_feed_finished(runtime.ledger, source.key, day, report.new, run_id)
+        outcome.report.absorb(report)
+    return outcome
 
 
 def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | None = None) -> StageReport:

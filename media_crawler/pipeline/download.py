@@ -29,6 +29,7 @@ from media_crawler.observe.progress import LogSink, Progress
 from media_crawler.observe.waits import halted_values, retry_values
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler.pipeline.scope import Sources, as_list, source_keys
 from media_crawler.pipeline.scheduling import SizeAwareOrder
 from media_crawler.recovery.crashpoints import AFTER_CLAIM, AFTER_DOWNLOAD_LEDGER, AFTER_PART_WRITE, crash_point
 from media_crawler.recovery.leases import LeaseHeartbeat, release_dead_leases
@@ -65,13 +66,13 @@ class ItemOutcome:
     follow_up: Any = None
 
 
-def download_partition(runtime: Runtime, source: Source | None, window: DayWindow | None,
+def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | None,
                        run_id: str | None = None, workers: int | None = None,
                        ignore_backoff: bool = False, progress_sinks: list | None = None,
                        after_download: Callable[[ItemOutcome], Any] | None = None,
                        wait_threads: int = 0, shard: tuple[int, int] | None = None) -> StageReport:
-    """Download every claimable item of the partition (every day of the source when
-    window is None; every source when source is None too).
+    """Download every claimable item of the partition: of one source or a shard's
+    sources (every day when window is None; every source when sources is None too).
 
     ignore_backoff: also take retry_wait items whose delay has not passed (a
     step retry that already waited for them).
@@ -92,7 +93,7 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
     owner = lease_owner(run_id)
     release_dead_leases(runtime.ledger)
     tasks = runtime.ledger.claim(
-        source_key=source.key if source else None, day=window.day.isoformat() if window else None,
+        source_key=source_keys(sources), day=window.day.isoformat() if window else None,
         owner=owner, lease_s=LEASE_S, run_id=run_id, ignore_backoff=ignore_backoff, shard=shard,
     )
     crash_point(AFTER_CLAIM)
@@ -106,6 +107,7 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
     pending_changes: list = []
     last_flush = time.monotonic()
 
+    by_key = {source.key: source for source in as_list(sources) or []}
     ids = current_correlation()  # worker threads do not inherit the step's context variables
     workers = workers or runtime.download_threads
     turns = _Turns(workers) if wait_threads > 0 else None
@@ -115,7 +117,8 @@ def download_partition(runtime: Runtime, source: Source | None, window: DayWindo
     def work(task: Task) -> ItemOutcome:
         try:
             with correlation(**ids), turns or contextlib.nullcontext():
-                item = _download_one(runtime, task, source, halted, breaker, sleep=turns.sleep if turns else time.sleep)
+                item = _download_one(runtime, task, by_key.get(task.source_key), halted, breaker,
+                                     sleep=turns.sleep if turns else time.sleep)
                 if after_download is not None and item.error is None and item.result is not None:
                     item.follow_up = after_download(item)
                 return item

@@ -6,11 +6,15 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
-from media_crawler.models import DayWindow, Source
+from media_crawler.models import DayWindow
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.store.cas import file_sha256
-from media_crawler.store.ledger import COMMITTED, FINISHED_STATES, GONE, T
+from media_crawler.store.ledger import COMMITTED, FINISHED_STATES, GONE, STATES, T, where_sources
+
+# What a partition's report lists: every row that is not committed.
+UNFINISHED_OR_GONE = [state for state in STATES if state != COMMITTED]
 
 
 @dataclass
@@ -37,16 +41,17 @@ class PartitionProgress:
         return {f"state_{state}": count for state, count in sorted(self.states.items())}
 
 
-def partition_progress(runtime: Runtime, source: Source, window: DayWindow) -> PartitionProgress:
+def partition_progress(runtime: Runtime, sources: Sources, window: DayWindow) -> PartitionProgress:
     day = window.day.isoformat()
-    progress = PartitionProgress(Counter(runtime.ledger.state_counts(source_key=source.key, day=day)))
-    for task in runtime.ledger.tasks(source_key=source.key, day=day):
+    keys = source_keys(sources)
+    progress = PartitionProgress(Counter(runtime.ledger.state_counts(source_key=keys, day=day)))
+    for task in runtime.ledger.tasks(source_key=keys, day=day, states=UNFINISHED_OR_GONE):
         if task.state != COMMITTED:
             progress.report.add_failure(task.canonical_url, task.error_class or "pending", "", task.state)
     return progress
 
 
-def partition_blob_mismatches(runtime: Runtime, source: Source, window: DayWindow,
+def partition_blob_mismatches(runtime: Runtime, sources: Sources, window: DayWindow,
                               rehash_since: float | None = None) -> list[dict]:
     """Committed rows whose blob is missing or no longer hashes to its name.
 
@@ -55,8 +60,8 @@ def partition_blob_mismatches(runtime: Runtime, source: Source, window: DayWindo
     big video partition does not re-hash gigabytes it checked before. A full
     re-hash of the store is `media-crawler reconcile --verify-hashes`.
     """
-    query = select(T.c.canonical_url, T.c.sha256, T.c.committed_at).where(
-        T.c.source_key == source.key, T.c.day == window.day.isoformat(), T.c.state == COMMITTED)
+    query = where_sources(select(T.c.canonical_url, T.c.sha256, T.c.committed_at).where(
+        T.c.day == window.day.isoformat(), T.c.state == COMMITTED), source_keys(sources))
     with runtime.ledger.engine.connect() as conn:
         rows = conn.execute(query).fetchall()
     problems = []

@@ -22,30 +22,32 @@ from typing import Iterable
 
 from media_crawler.download.dash import find_ffmpeg, mux, mux_unavailable_reason
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.models import DayWindow, Source
+from media_crawler.models import DayWindow
 from media_crawler.observe.events import log_item
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.store.cas import file_sha256
 from media_crawler.store.ledger import COMMITTED, MUX_VARIANT, Task
 from media_crawler.verify.verify import verify_file
 
 
-def mux_partition(runtime: Runtime, source: Source, window: DayWindow, report: StageReport) -> None:
+def mux_partition(runtime: Runtime, sources: Sources, window: DayWindow, report: StageReport) -> None:
     """Mux every group of the partition whose tracks are committed and that has no muxed row yet.
 
     Adds to `report.extra`: `items_muxed`, `mux_failed` and, when muxing cannot
     run, `mux_unavailable` (the reason).
     """
-    settings = runtime.config.settings_for(source.platform)
-    ffmpeg = find_ffmpeg() if settings.mux else None
-    pairs = list(_unmuxed_pairs(runtime.ledger.tasks(source_key=source.key, day=window.day.isoformat())))
+    pairs = list(_unmuxed_pairs(runtime.ledger.tasks(source_key=source_keys(sources), day=window.day.isoformat())))
     if not pairs:
         return
+    platform = pairs[0][0].platform  # a scope holds one platform's sources (a shard is per platform)
+    settings = runtime.config.settings_for(platform)
+    ffmpeg = find_ffmpeg() if settings.mux else None
     reason = mux_unavailable_reason(settings.mux, ffmpeg)
     if reason is not None:
         report.extra["mux_unavailable"] = reason
-        log_item(stage="commit", platform=source.platform, canonical_url=pairs[0][0].canonical_url,
+        log_item(stage="commit", platform=platform, canonical_url=pairs[0][0].canonical_url,
                  outcome="skipped", reason="mux_unavailable", message=reason, groups=len(pairs), level=logging.INFO)
         return
     muxed = failed = 0

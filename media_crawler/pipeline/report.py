@@ -38,6 +38,20 @@ class StageReport:
         if len(self.failed_items) < 50:  # the UI table stays readable
             self.failed_items.append(FailedItem(canonical_url, error_class, message, state))
 
+    def absorb(self, other: "StageReport") -> None:
+        """Add another report of the same stage (one source of a shard) into this one."""
+        self.new += other.new
+        self.skipped += other.skipped
+        self.ok += other.ok
+        self.failed_by_class.update(other.failed_by_class)
+        self.bytes += other.bytes
+        self.durations_ms.extend(other.durations_ms)
+        self.failed_items.extend(other.failed_items[:max(0, 50 - len(self.failed_items))])
+        self.still_unfinished += other.still_unfinished
+        self.gone += other.gone
+        for key, value in other.extra.items():
+            self.extra[key] = self.extra.get(key, 0) + value if isinstance(value, (int, float)) else value
+
     def percentile_ms(self, pct: float) -> float:
         if not self.durations_ms:
             return 0.0

@@ -11,10 +11,11 @@ from __future__ import annotations
 import time
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.models import DayWindow, Source
+from media_crawler.models import DayWindow
 from media_crawler.observe.events import log_item
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.recovery.crashpoints import AFTER_COMMIT_LEDGER, AFTER_LINK_BEFORE_LEDGER, AFTER_VERIFY, crash_point
 from media_crawler.recovery.leases import LeaseKeeper, claim_in_state, release_values
 from media_crawler.recovery.liveness import lease_owner
@@ -24,7 +25,7 @@ from media_crawler.store.ledger import DISCOVERED, DOWNLOADED, VERIFIED, Ledger,
 MAX_TOTAL_ATTEMPTS = 8
 
 
-def verify_partition(runtime: Runtime, source: Source | None, window: DayWindow | None) -> StageReport:
+def verify_partition(runtime: Runtime, source: Sources, window: DayWindow | None) -> StageReport:
     # Leased, so a second run of the partition at the same time verifies other rows, not these.
     owner = lease_owner(None)
     with LeaseKeeper(runtime.ledger, owner):
@@ -72,7 +73,7 @@ def _verify(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
     return report, changes
 
 
-def commit_partition(runtime: Runtime, source: Source | None, window: DayWindow | None) -> StageReport:
+def commit_partition(runtime: Runtime, source: Sources, window: DayWindow | None) -> StageReport:
     owner = lease_owner(None)
     with LeaseKeeper(runtime.ledger, owner):
         report, changes = _commit(runtime, _claim(runtime.ledger, source, window, VERIFIED, owner))
@@ -124,8 +125,8 @@ def _commit(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
     return report, changes
 
 
-def _claim(ledger: Ledger, source: Source | None, window: DayWindow | None, state: str, owner: str) -> list[Task]:
-    return claim_in_state(ledger, state, source_key=source.key if source else None,
+def _claim(ledger: Ledger, source: Sources, window: DayWindow | None, state: str, owner: str) -> list[Task]:
+    return claim_in_state(ledger, state, source_key=source_keys(source),
                           day=window.day.isoformat() if window else None, owner=owner)
 
 

@@ -22,7 +22,7 @@ from sqlalchemy import or_, select, update
 
 from media_crawler.recovery.liveness import is_dead, token_of_owner
 from media_crawler.store.database import lock_rows_in_id_order
-from media_crawler.store.ledger import DISCOVERED, DOWNLOADING, Ledger, T, Task
+from media_crawler.store.ledger import DISCOVERED, DOWNLOADING, Ledger, SourceScope, T, Task, where_sources
 
 STAGE_LEASE_S = 300.0
 _CHUNK = 500  # ids per IN (...) list: far below SQLite's variable limit
@@ -65,14 +65,12 @@ def release_dead_leases(ledger: Ledger, *, uncertain: bool = False, now: float |
     return release
 
 
-def claim_in_state(ledger: Ledger, state: str, *, source_key: str | None, day: str | None, owner: str,
+def claim_in_state(ledger: Ledger, state: str, *, source_key: SourceScope, day: str | None, owner: str,
                    lease_s: float = STAGE_LEASE_S) -> list[Task]:
     """Lease the partition's rows in `state` that nobody (alive) holds."""
     now = time.time()
     free = or_(T.c.lease_owner.is_(None), T.c.lease_expires_at < now)
-    query = select(T.c.id).where(T.c.state == state, free)
-    if source_key is not None:
-        query = query.where(T.c.source_key == source_key)
+    query = where_sources(select(T.c.id).where(T.c.state == state, free), source_key)
     if day is not None:
         query = query.where(T.c.day == day)
     if ledger.engine.dialect.name == "postgresql":

@@ -169,7 +169,22 @@ def _v3_wait_columns(conn: Connection) -> None:
         conn.exec_driver_sql(f'ALTER TABLE "{schema.tasks.name}" ADD COLUMN "{name}" {kind}')
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create, 2: _v2_time_indexes, 3: _v3_wait_columns}
+def _v4_partition_layout(conn: Connection) -> None:
+    # Tables for the shard layout and per-source state (schema.TABLES_SINCE). A ledger
+    # upgraded to 4 with rows was made with one partition per source: it gets a
+    # marker row instead of a layout (pipeline/layout.py refuses it until upgraded).
+    tables = [schema.metadata.tables[name] for name in schema.TABLES_SINCE[4]]
+    schema.metadata.create_all(conn, tables=tables, checkfirst=True)
+    for index in _indexes_added(after=3, upto=4):  # built concurrently before this on PostgreSQL
+        index.create(conn, checkfirst=True)
+    if conn.execute(select(schema.tasks.c.id).limit(1)).first() is not None:
+        # Rows made under per-source partitions: mark the home, so nothing maps it to
+        # shards before `media-crawler upgrade-home` has run (pipeline/layout.py).
+        conn.execute(schema.layout.insert().values(platform=schema.LEGACY_LAYOUT, shards=0, recorded_at=time.time()))
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create, 2: _v2_time_indexes, 3: _v3_wait_columns,
+                                                       4: _v4_partition_layout}
 
 
 # Session-level advisory lock: one process at a time builds indexes concurrently.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, Union
 
 from sqlalchemy import and_, bindparam, func, or_, select, update
 
@@ -73,6 +73,18 @@ class Task:
             group=self.group_key, resolve_ref=self.resolve_ref, expected_sha256=self.expected_sha256,
             expected_size=self.expected_size, meta=self.meta,
         )
+
+
+SourceScope = Union[str, Sequence[str], None]
+
+
+def where_sources(query, source_key: SourceScope):
+    """Narrow a query to one source key, a list of them (a shard's), or leave it (None)."""
+    if source_key is None:
+        return query
+    if isinstance(source_key, str):
+        return query.where(T.c.source_key == source_key)
+    return query.where(T.c.source_key.in_(list(source_key)))
 
 
 def _task(row: Any) -> Task:
@@ -192,7 +204,7 @@ class Ledger:
 
     # -- claims and leases ---------------------------------------------------
     def claim(
-        self, *, source_key: str | None, day: str | None, owner: str, lease_s: float, limit: int | None = None,
+        self, *, source_key: SourceScope, day: str | None, owner: str, lease_s: float, limit: int | None = None,
         states: Sequence[str] = (DISCOVERED, RETRY_WAIT), run_id: str | None = None, ignore_backoff: bool = False,
         shard: tuple[int, int] | None = None,
     ) -> list[Task]:
@@ -208,9 +220,7 @@ class Ledger:
             ready.append(and_(T.c.state == RETRY_WAIT, or_(T.c.next_attempt_at.is_(None), T.c.next_attempt_at <= now))
                          if not ignore_backoff else T.c.state == RETRY_WAIT)
         ready.append(and_(T.c.state == DOWNLOADING, T.c.lease_expires_at < now))
-        query = select(T).where(or_(*ready))
-        if source_key is not None:
-            query = query.where(T.c.source_key == source_key)
+        query = where_sources(select(T).where(or_(*ready)), source_key)
         if day is not None:
             query = query.where(T.c.day == day)
         if shard is not None:
@@ -277,11 +287,9 @@ class Ledger:
                 "error_message": error.message[:2000], "lease_owner": None, "lease_expires_at": None,
                 "failed_at": time.time()}
 
-    def tasks(self, *, source_key: str | None = None, day: str | None = None, states: Sequence[str] | None = None,
+    def tasks(self, *, source_key: SourceScope = None, day: str | None = None, states: Sequence[str] | None = None,
               limit: int | None = None) -> list[Task]:
-        query = select(T)
-        if source_key is not None:
-            query = query.where(T.c.source_key == source_key)
+        query = where_sources(select(T), source_key)
         if day is not None:
             query = query.where(T.c.day == day)
         if states is not None:
@@ -292,10 +300,10 @@ class Ledger:
         with self.engine.connect() as conn:
             return [_task(row) for row in conn.execute(query)]
 
-    def state_counts(self, *, source_key: str | None = None, day: str | None = None) -> dict[str, int]:
+    def state_counts(self, *, source_key: SourceScope = None, day: str | None = None) -> dict[str, int]:
         query = select(T.c.state, func.count()).group_by(T.c.state)
         if source_key is not None:
-            query = query.where(T.c.source_key == source_key, T.c.day == day)
+            query = where_sources(query, source_key).where(T.c.day == day)
         with self.engine.connect() as conn:
             return {state: count for state, count in conn.execute(query)}
 

@@ -18,7 +18,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 metadata = MetaData()
 
 schema_version = Table(
@@ -86,10 +86,13 @@ tasks = Table(
     # was committed in a time window; without these they read every row of the ledger.
     Index("ix_mc_tasks_failed_at", "failed_at"),
     Index("ix_mc_tasks_committed_at", "committed_at"),
+    # Version 4: `status` and `metrics` count rows by state and platform, and sum sizes;
+    # on SQLite this covering index answers that without reading a million rows.
+    Index("ix_mc_tasks_state_platform", "state", "platform", "size"),
 )
 
 # Indexes added by a schema version after 1 (store/database.py MIGRATIONS).
-INDEXES_SINCE = {2: ("ix_mc_tasks_failed_at", "ix_mc_tasks_committed_at")}
+INDEXES_SINCE = {2: ("ix_mc_tasks_failed_at", "ix_mc_tasks_committed_at"), 4: ("ix_mc_tasks_state_platform",)}
 # mc_tasks columns added by a schema version after 1 (all nullable, no default:
 # adding one is a change of the catalog only, on SQLite and PostgreSQL alike).
 COLUMNS_SINCE = {3: ("wait_reason", "wait_since", "wait_cause", "retry_after_s")}
@@ -136,3 +139,37 @@ rate_budget = Table(
     Column("slow_until", Float, nullable=False, default=0.0),
     Column("in_flight", Integer, nullable=False, default=0),
 )
+
+
+# Version 4: partitions are (shard, day) (media_crawler/shards.py). The ledger, not
+# Dagster, holds what a source is: the shard counts in force, which sources were
+# registered, and which (source, day) feed walks finished in which run, so a step
+# retry of media_records walks again only the feeds that failed.
+layout = Table(
+    "mc_layout",
+    metadata,
+    Column("platform", String(16), primary_key=True),
+    Column("shards", Integer, nullable=False),
+    Column("recorded_at", Float, nullable=False),
+)
+
+sources = Table(
+    "mc_sources",
+    metadata,
+    Column("source_key", String(120), primary_key=True),
+    Column("platform", String(16), nullable=False),
+    Column("registered_at", Float, nullable=False),
+)
+
+source_days = Table(
+    "mc_source_days",
+    metadata,
+    Column("source_key", String(120), primary_key=True),
+    Column("day", String(10), primary_key=True),
+    Column("feed_done_at", Float, nullable=False),
+    Column("run_id", String(64)),  # the run whose walk finished: its step retries skip this feed
+    Column("items_new", Integer, nullable=False, default=0),
+)
+TABLES_SINCE = {4: ("mc_layout", "mc_sources", "mc_source_days")}
+# The mc_layout row of a ledger that had rows before version 4 (per-source partitions).
+LEGACY_LAYOUT = "*per-source*"

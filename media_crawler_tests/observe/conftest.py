@@ -6,9 +6,11 @@ import pytest
 import requests
 from dagster import DagsterInstance
 
-from media_crawler.config import load_config
+from media_crawler.commands.demo import DEMO_START_DAY
+from media_crawler.config import config_from_dict, load_config
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.observe.support import captured_crawl, dagster_log_settings, write_sources
+from media_crawler_tests.shard_support import one_source_per_shard
 
 
 @pytest.fixture(scope="package")
@@ -30,8 +32,12 @@ def faulty_crawl(tmp_path_factory, simulator):
     named = {"errors": {"urls": f"{base}/urls/errors.json"}, "html": {"urls": f"{base}/urls/html.json"},
              "bad_feed": {"bilibili": "user 666"}, "no_token": {"facebook": "page 42"},
              "demo": {"urls": f"{base}/urls/demo.json"}}
-    config_path = write_sources(home, base, list(named.values()))
-    source_keys = dict(zip(named, (source.key for source in load_config(config_path).sources)))
+    # Each source in a shard of its own: the tests read one partition per source.
+    partitions = {"start_day": DEMO_START_DAY, "shards": 16}
+    layout = config_from_dict({"partitions": partitions}).layout
+    config_path = write_sources(home, base, one_source_per_shard(list(named.values()), layout), partitions=partitions)
+    config = load_config(config_path)
+    source_keys = dict(zip(named, (source.key for source in config.sources)))
     with pytest.MonkeyPatch.context() as patch, \
             DagsterInstance.ephemeral(settings=dagster_log_settings(home / "dagster.jsonl")) as instance:
         patch.delenv("FB_ACCESS_TOKEN", raising=False)  # the simulator answers Graph error 190
@@ -39,6 +45,7 @@ def faulty_crawl(tmp_path_factory, simulator):
         patch.setattr(download, "IN_STEP_ATTEMPTS", 2)
         with captured_crawl(config_path, [day], instance, home) as crawl:
             crawl.source_keys = source_keys  # "errors", "html", "bad_feed", "no_token", "demo"
+            crawl.shards = {name: config.layout.shard_of(key) for name, key in source_keys.items()}
             patch.undo()  # the checks below run with the environment as it was
             yield crawl
 

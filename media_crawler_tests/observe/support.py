@@ -23,11 +23,14 @@ ITEM_LINE_KEYS = {"ts", "level", "worker", "task_id", "platform", "stage", "cano
 TS_PATTERN = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"
 
 
-def write_sources(home: Path, base_url: str, sources: list[dict], **platform_overrides: dict) -> Path:
+def write_sources(home: Path, base_url: str, sources: list[dict], partitions: dict | None = None,
+                  **platform_overrides: dict) -> Path:
     """A sources.yaml pointed at the simulator, with its store and ledger named explicitly
     (so commands reading it later do not depend on MEDIA_CRAWLER_HOME)."""
     data = demo_sources(base_url)
     data["sources"] = sources
+    if partitions is not None:
+        data["partitions"] = partitions
     data["store"] = str(home / "store")
     data["ledger_url"] = f"sqlite:///{home / 'ledger.db'}"
     for platform, overrides in platform_overrides.items():
@@ -53,8 +56,9 @@ class CapturedCrawl:
     item_log: Path  # our JSON lines (media_crawler loggers)
     dagster_log: Path  # Dagster's framework events, same formatter
     instance: object = None
-    run_ids: dict[str, str] = field(default_factory=dict)  # source_key -> run id
+    run_ids: dict[str, str] = field(default_factory=dict)  # source_key -> run id of its shard's partition
     source_keys: dict[str, str] = field(default_factory=dict)  # a test's name for a source -> its key
+    shards: dict[str, str] = field(default_factory=dict)  # a test's name for a source -> its shard
     day: str = ""
     started: float = 0.0  # unix seconds around the crawl: failure times must fall inside
     finished: float = 0.0
@@ -94,6 +98,6 @@ def captured_crawl(config_path: Path, days: list[str], instance, log_dir: Path) 
         finally:
             logger.handlers[:], logger.level, logger.propagate = saved
             reset_runtimes()
-    run_ids = {partition.source_key: partition.run_id for partition in outcome.partitions}
+    run_ids = {key: partition.run_id for partition in outcome.partitions for key in partition.sources}
     yield CapturedCrawl(config_path, outcome, item_log, log_dir / "dagster.jsonl", instance, run_ids,
                         day=days[-1], started=started, finished=time.time(), terminal_text=terminal.getvalue())

@@ -10,7 +10,7 @@ from pathlib import Path
 import requests
 from dagster import DagsterInstance
 
-from media_crawler.commands.crawl import register_sources
+from media_crawler.commands.crawl import prepare_home
 from media_crawler.config import load_config
 from media_crawler.sim.server import Simulator
 from media_crawler_tests.observe.support import ITEM_LINE_KEYS, TS_PATTERN, write_sources
@@ -36,10 +36,11 @@ def test_stdout_of_a_cli_materialization_is_json_lines_only(tmp_path):
         env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "MEDIA_CRAWLER_HOME": str(tmp_path),
                "MEDIA_CRAWLER_CONFIG": str(config_path)}
         with DagsterInstance.from_config(str(dagster_home)) as instance:
-            (source_key,) = register_sources(instance, load_config(config_path))
+            (source_key,) = prepare_home(instance, load_config(config_path))
+        partition = f"{day}|{load_config(config_path).layout.shard_of(source_key)}"
         done = subprocess.run(
             [str(DAGSTER), "asset", "materialize", "-m", "media_crawler.definitions", "--select", "*",
-             "--partition", f"{day}|{source_key}", "--config-json", '{"execution":{"config":{"in_process":{}}}}'],
+             "--partition", partition, "--config-json", '{"execution":{"config":{"in_process":{}}}}'],
             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
@@ -55,7 +56,7 @@ def test_stdout_of_a_cli_materialization_is_json_lines_only(tmp_path):
     assert {r["stage"] for r in items} == {"fetch", "download", "verify", "commit"}
     for record in items:
         assert not ITEM_LINE_KEYS - set(record), (ITEM_LINE_KEYS - set(record), record)
-        assert record["partition"] == f"{day}|{source_key}" and record["run_id"]
+        assert record["partition"] == partition and record["run_id"]
     retries = [r for r in items if r["outcome"] == "retry"]
     assert retries and {r["error_class"] for r in retries} == {"http_5xx"}
     assert sum(1 for r in items if r["stage"] == "commit" and r["outcome"] == "ok") == 9

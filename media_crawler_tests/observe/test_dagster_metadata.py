@@ -13,7 +13,7 @@ def table_rows(value) -> list[dict]:
 
 def test_materializations_carry_numbers_the_ui_can_plot(faulty_crawl):
     records = faulty_crawl.instance.fetch_materializations(AssetKey("media_downloads"), limit=20).records
-    demo = next(r for r in records if r.partition_key.endswith(faulty_crawl.source_keys["demo"]))
+    demo = next(r for r in records if r.partition_key.endswith(faulty_crawl.shards["demo"]))
     metadata = demo.asset_materialization.metadata
     for key in ("items_new", "items_skipped", "items_ok", "items_failed", "bytes", "p50_ms", "p95_ms"):
         assert isinstance(metadata[key].value, (int, float)), key
@@ -22,7 +22,7 @@ def test_materializations_carry_numbers_the_ui_can_plot(faulty_crawl):
 
 def test_a_stage_with_failing_items_carries_a_table_of_them(faulty_crawl):
     records = faulty_crawl.instance.fetch_materializations(AssetKey("media_downloads"), limit=20).records
-    record = next(r for r in records if r.partition_key.endswith(faulty_crawl.source_keys["errors"]))
+    record = next(r for r in records if r.partition_key.endswith(faulty_crawl.shards["errors"]))
     metadata = record.asset_materialization.metadata
     assert metadata["items_failed"].value >= 1
     rows = table_rows(metadata["failures"])

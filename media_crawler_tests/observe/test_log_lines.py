@@ -30,7 +30,8 @@ def test_every_line_is_one_json_object_with_a_utc_millisecond_timestamp(faulty_c
 def test_item_lines_carry_every_required_key_and_their_partition_ids(faulty_crawl):
     items = faulty_crawl.item_records()
     assert {record["stage"] for record in items} == {"fetch", "download", "verify", "commit"}
-    partition_of_run = {run_id: f"{faulty_crawl.day}|{source}" for source, run_id in faulty_crawl.run_ids.items()}
+    shard_of = {key: faulty_crawl.shards[name] for name, key in faulty_crawl.source_keys.items()}
+    partition_of_run = {run_id: f"{faulty_crawl.day}|{shard_of[source]}" for source, run_id in faulty_crawl.run_ids.items()}
     for record in items:
         missing = ITEM_LINE_KEYS - set(record)
         assert not missing, (missing, record)

@@ -137,7 +137,7 @@ def by_platform(drill, platform: str) -> list:
 
 
 def test_status_attributes_every_waiting_item_to_its_reason_and_marks_the_failing_platform_down(drill, capsys):
-    outcome = {p.source_key: p.success for p in drill.outage.partitions}
+    outcome = {key: p.success for p in drill.outage.partitions for key in p.sources}
     assert outcome == {drill.keys[DOWN]: False, drill.keys[LIMITED]: False, drill.keys[HEALTHY]: True}
     status = status_json(capsys, drill)
     weibo, facebook, urls = (by_platform(drill, p) for p in ("weibo", "facebook", "urls"))
@@ -216,7 +216,7 @@ def test_ready_items_split_by_what_dagster_holds_for_their_partition(drill):
     with code_location_repository(drill.instance) as repository:
         origin = repository.get_full_job("crawl").get_remote_origin()
     run = create_run_for_test(drill.instance, job_name="crawl", status=DagsterRunStatus.QUEUED, remote_job_origin=origin,
-                              tags={"dagster/partition": f"{DAY}|{drill.keys[DOWN]}", "media_crawler/platform": "weibo"})
+                              tags={"dagster/partition": f"{DAY}|{drill.config.layout.shard_of(drill.keys[DOWN])}", "media_crawler/platform": "weibo"})
     try:
         status = build_status(drill.ledger.engine, drill.config, later, instance=drill.instance)
         assert "awaiting_run" not in status["waiting"]

@@ -213,13 +213,13 @@ def test_a_version_2_ledger_gets_the_wait_columns_and_keeps_its_rows(tmp_path, p
         _drop_wait_columns(url)
         engine = create_engine(url)
         try:
-            assert migrate(engine) == schema.SCHEMA_VERSION == 3
+            assert migrate(engine) == schema.SCHEMA_VERSION >= 3
             columns = {column["name"] for column in inspect(engine).get_columns("mc_tasks")}
             assert set(schema.COLUMNS_SINCE[3]) <= columns
             with engine.connect() as conn:
                 versions = conn.execute(select(schema.schema_version.c.version)).scalars().all()
-                assert sorted(versions) == [1, 2, 3]
-            assert migrate(engine) == 3  # again: nothing to do
+                assert sorted(versions) == list(range(1, schema.SCHEMA_VERSION + 1))
+            assert migrate(engine) == schema.SCHEMA_VERSION  # again: nothing to do
             ledger = Ledger(url)
             assert [task.item_id for task in ledger.tasks()] == ["old"]
             task = ledger.tasks()[0]

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus
 
-from media_crawler.commands.crawl import register_sources
+from media_crawler.commands.crawl import prepare_home
 from media_crawler.config import load_config
 from media_crawler.defs.celery import CELERY_CONFIG_ENV, CELERY_JOB_NAME
 from media_crawler.deploy.services import BIN, REPO_ROOT, WORKSPACE, ServiceGroup, dagster_env
@@ -76,9 +76,9 @@ def test_a_backfill_on_two_celery_workers(pg_env, crawl_home, simulator, celery_
                       extra={CELERY_CONFIG_ENV: str(config_file)})
     config = load_config(config_path)
     with DagsterInstance.from_config(str(dagster_home)) as instance:
-        register_sources(instance, config)  # creates the instance once: workers and daemon then only open it
+        prepare_home(instance, config)  # creates the instance once: workers and daemon then only open it
 
-    partitions = [f"{DAY}|{key}" for key in SOURCE_KEYS]
+    partitions = sorted({f"{DAY}|{config.layout.shard_of(key)}" for key in SOURCE_KEYS})
     # Node names of this run's own, like the queue: two workers with one name on one
     # broker fight over its exclusive `<name>.celery.pidbox` queue (RESOURCE_LOCKED),
     # which is what two test runs sharing this machine's RabbitMQ did.

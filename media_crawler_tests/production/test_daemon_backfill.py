@@ -5,7 +5,7 @@ import subprocess
 
 from dagster import DagsterInstance, DagsterRunStatus
 
-from media_crawler.commands.crawl import register_sources
+from media_crawler.commands.crawl import prepare_home
 from media_crawler.config import load_config
 from media_crawler.deploy.services import BIN, WORKSPACE, ServiceGroup, dagster_env
 from media_crawler.deploy.workers import PLATFORM_TAG
@@ -18,9 +18,11 @@ from media_crawler_tests.production.conftest import (
     wait_until,
     write_postgres_home,
 )
+from media_crawler_tests.shard_support import partition_of
 
 SOURCES = [{"bilibili": "user 12345"}, {"weibo": "user 679", "api": "ajax"}, {"facebook": "page 42"}]
-PARTITIONS = ["2026-11-27|bilibili-12345", "2026-11-27|weibo-679", "2026-11-25|facebook-42"]
+PARTS = [("2026-11-27", "bilibili-12345"), ("2026-11-27", "weibo-679"), ("2026-11-25", "facebook-42")]
+PARTITIONS = [partition_of(day, source_key) for day, source_key in PARTS]
 
 
 def test_a_backfill_runs_every_partition_under_the_daemon(pg_env, crawl_home, simulator, tmp_path):
@@ -30,7 +32,7 @@ def test_a_backfill_runs_every_partition_under_the_daemon(pg_env, crawl_home, si
     config = load_config(config_path)
     with DagsterInstance.from_config(str(dagster_home)) as instance:
         # Dagster's tables are created here, once, before the daemon starts.
-        register_sources(instance, config)
+        prepare_home(instance, config)
 
     with ServiceGroup(env, log_dir=tmp_path / "logs") as services:
         services.start_daemon()
@@ -47,7 +49,6 @@ def test_a_backfill_runs_every_partition_under_the_daemon(pg_env, crawl_home, si
     assert {run.tags[PLATFORM_TAG] for run in runs} == {"bilibili", "weibo", "facebook"}
     truth = truth_of(simulator)
     expected = set()
-    for partition in PARTITIONS:
-        day, source_key = partition.split("|")
+    for day, source_key in PARTS:  # each shard holds one source of this config
         expected |= expected_blobs(truth, {source_key}, {day})
     assert_store_sound(config.store_root, expected)

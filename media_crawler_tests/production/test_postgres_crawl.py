@@ -5,7 +5,7 @@ import pytest
 from dagster import AssetKey, AssetRecordsFilter, DagsterInstance
 from sqlalchemy import create_engine, func, select, text
 
-from media_crawler.commands.crawl import crawl, register_sources
+from media_crawler.commands.crawl import crawl, prepare_home
 from media_crawler.config import load_config
 from media_crawler.deploy.services import BIN, ServiceGroup, dagster_env
 from media_crawler.store.ledger import COMMITTED, T
@@ -62,11 +62,11 @@ def test_two_runs_of_one_partition_at_once_commit_each_item_once(pg_env, crawl_h
     truth = truth_of(slow_simulator)
     day = "2026-11-26"  # bilibili's richest day: covers, DASH video and audio tracks
     with DagsterInstance.from_config(str(dagster_home)) as instance:
-        register_sources(instance, config)  # also creates Dagster's tables once, before two processes race to
+        prepare_home(instance, config)  # also creates Dagster's tables once, before two processes race to
 
     env = dagster_env(dagster_home=dagster_home, config_path=config_path, media_home=crawl_home)
     argv = [str(BIN / "dagster"), "asset", "materialize", "-m", "media_crawler.definitions", "--select", "*",
-            "--partition", f"{day}|bilibili-12345", "--config-json", IN_PROCESS]
+            "--partition", f"{day}|{config.layout.shard_of('bilibili-12345')}", "--config-json", IN_PROCESS]
     with ServiceGroup(env, log_dir=tmp_path / "logs") as group:
         runs = [group.start(f"run-{n}", argv) for n in (1, 2)]
         wait_until(lambda: not any(run.running() for run in runs), timeout=240, what="both runs to end")
@@ -87,7 +87,7 @@ def test_two_runs_of_one_partition_at_once_commit_each_item_once(pg_env, crawl_h
     assert media_gets and max(media_gets.values()) == 1, media_gets
     with DagsterInstance.from_config(str(dagster_home)) as instance:
         records = instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=AssetKey("committed_media"), asset_partitions=[f"{day}|bilibili-12345"]),
+            AssetRecordsFilter(asset_key=AssetKey("committed_media"), asset_partitions=[f"{day}|{config.layout.shard_of('bilibili-12345')}"]),
             limit=10).records
         created = sum(record.asset_materialization.metadata["items_ok"].value for record in records)
     # A run that found the other holding some items fails its partition (they were unfinished

@@ -16,6 +16,7 @@ from media_crawler.deploy.workers import (
     render_instance_yaml,
 )
 from media_crawler_tests.production.conftest import POSTGRES_TEMPLATE
+from media_crawler_tests.shard_support import partition_of
 
 
 @pytest.mark.parametrize(("workers", "per_platform", "threads"), [(1, 1, 4), (2, 2, 8), (4, 3, 16), (8, 6, 32)])
@@ -77,22 +78,23 @@ def test_every_crawl_run_is_tagged_with_its_platform():
     from media_crawler.definitions import defs
 
     job = defs.resolve_job_def("crawl")
-    tags = job.partitioned_config.get_tags_for_partition_key("2026-11-26|weibo-679")
+    tags = job.partitioned_config.get_tags_for_partition_key(partition_of("2026-11-26", "weibo-679"))
     assert tags[PLATFORM_TAG] == "weibo"
-    run_config = job.partitioned_config.get_run_config_for_partition_key("2026-11-26|weibo-679")
-    assert run_config["execution"]["config"]["multiprocess"]["max_concurrent"] >= 1
+    run_config = job.partitioned_config.get_run_config_for_partition_key(partition_of("2026-11-26", "weibo-679"))
+    assert "in_process" in run_config["execution"]["config"], "a partition's chain of steps runs in one process"
 
 
 def test_the_celery_job_takes_its_executor_settings_from_the_workers_yaml(tmp_path, monkeypatch):
     pytest.importorskip("dagster_celery", reason="the celery extra is not installed")
     from media_crawler.defs.celery import CELERY_CONFIG_ENV, build_celery_crawl_job, celery_executor_config
+    from media_crawler.shards import PartitionLayout
 
     settings = tmp_path / "celery.yaml"
     settings.write_text(yaml.safe_dump({"execution": {"config": {"broker": "redis://127.0.0.1:6379/0",
                                                                   "backend": "redis://127.0.0.1:6379/1"}}}))
     monkeypatch.setenv(CELERY_CONFIG_ENV, str(settings))
     assert celery_executor_config()["broker"] == "redis://127.0.0.1:6379/0"
-    job = build_celery_crawl_job()
+    job = build_celery_crawl_job(PartitionLayout())
     assert job is not None and job.name == "crawl_celery"
     monkeypatch.delenv(CELERY_CONFIG_ENV)
     assert celery_executor_config()["config_source"]["task_acks_late"] is True

@@ -15,6 +15,7 @@ from media_crawler.recovery.restore import restore
 from media_crawler.store.ledger import Ledger
 from media_crawler.store.schema import SCHEMA_VERSION
 from media_crawler_tests.recovery.support import committed_set, store_blobs, write_recovery_config
+from media_crawler_tests.shard_support import partition_of
 
 
 
@@ -47,6 +48,6 @@ def test_postgres_backup_restores_runs_ledger_and_store_into_a_fresh_database(
     assert committed_set(Ledger(target)) == committed_set(Ledger(original)) != set()
     monkeypatch.setenv("DAGSTER_PG_URL", target)
     with DagsterInstance.from_config(str(tmp_path / "restored" / "dagster_home")) as restored:
-        runs = restored.get_run_records(RunsFilter(tags={"dagster/partition": "2026-11-25|facebook-42"}))
+        runs = restored.get_run_records(RunsFilter(tags={"dagster/partition": partition_of("2026-11-25", "facebook-42")}))
         assert [record.dagster_run.status for record in runs] == [DagsterRunStatus.SUCCESS]
         assert not any(instigator_running(restored).values())

@@ -21,6 +21,7 @@ from media_crawler.store.ledger import Ledger
 from media_crawler_tests.recovery.support import (
     assert_converged, media_requests, partition_truth, write_recovery_config,
 )
+from media_crawler_tests.shard_support import partition_of
 
 
 @pytest.fixture
@@ -48,12 +49,12 @@ def test_crawl_killed_between_link_and_ledger_is_failed_then_rerun_failed_finish
     killed = subprocess.run(crawl_command(config.path, "2026-11-26", "weibo-678"), capture_output=True,
                             env={**os.environ, CRASH_ENV: f"{AFTER_LINK_BEFORE_LEDGER}:3"}, timeout=120)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    [run] = partition_runs(dagster_home, "2026-11-26|weibo-678")
+    [run] = partition_runs(dagster_home, partition_of("2026-11-26", "weibo-678"))
     assert run.status == DagsterRunStatus.STARTED, "a killed run never reports its own end"
 
     assert rerun(str(config.path), instance=dagster_home) == 0
     assert dagster_home.get_run_by_id(run.run_id).status == DagsterRunStatus.FAILURE
-    assert [r.status for r in partition_runs(dagster_home, "2026-11-26|weibo-678")] == [
+    assert [r.status for r in partition_runs(dagster_home, partition_of("2026-11-26", "weibo-678"))] == [
         DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE]
     assert_converged(config.store_root, Ledger(config.ledger_url),
                      partition_truth(simulator.truth(), [("weibo-678", "2026-11-26")]))
@@ -75,7 +76,7 @@ def test_crawl_killed_mid_download_converges_when_crawled_again(crawl_home, dags
 
         outcome = crawl(config.path, ["2026-11-27"], ["weibo-679"], instance=dagster_home)
         assert not outcome.failed
-        runs = partition_runs(dagster_home, "2026-11-27|weibo-679")
+        runs = partition_runs(dagster_home, partition_of("2026-11-27", "weibo-679"))
         assert [r.status for r in runs] == [DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE]
         assert_converged(config.store_root, Ledger(config.ledger_url),
                          partition_truth(sim.truth(), [("weibo-679", "2026-11-27")]))

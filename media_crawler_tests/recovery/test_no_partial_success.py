@@ -4,12 +4,12 @@ from __future__ import annotations
 import pytest
 from dagster import AssetCheckSeverity, DagsterInstance, materialize
 
-from media_crawler.commands.crawl import register_sources
+from media_crawler.commands.crawl import prepare_home
 from media_crawler.config import load_config
 from media_crawler.defs import assets
 from media_crawler.defs.partitions import partition_key
 from media_crawler.defs.resources import CrawlerResource
-from media_crawler.definitions import CRAWL_ASSETS
+from media_crawler.definitions import crawl_assets_for
 from media_crawler.models import Source
 from media_crawler.pipeline import download
 from media_crawler.recovery.liveness import process_token
@@ -30,9 +30,9 @@ def instance():
 
 def materialize_feed(instance, config_path, feed_url: str):
     config = load_config(config_path)
-    register_sources(instance, config)
-    key = Source.parse("urls", feed_url).key
-    return materialize(CRAWL_ASSETS, partition_key=partition_key(key, DAY), instance=instance,
+    prepare_home(instance, config)
+    shard = config.layout.shard_of(Source.parse("urls", feed_url))
+    return materialize(crawl_assets_for(config), partition_key=partition_key(shard, DAY), instance=instance,
                        resources={"crawler": CrawlerResource(config_path=str(config_path))}, raise_on_error=False)
 
 

@@ -7,12 +7,12 @@ from dagster import DagsterInstance, RunRequest, build_sensor_context
 
 from media_crawler.commands.crawl import crawl
 from media_crawler.config import load_config
-from media_crawler.defs.jobs import unfinished_partitions_sensor
 from media_crawler.defs.partitions import split_partition_key
 from media_crawler.defs.resources import CrawlerResource
 from media_crawler.pipeline import download
 from media_crawler.recovery import rerequest
 from media_crawler.store.ledger import Ledger
+from media_crawler_tests.shard_support import unfinished_sensor
 from media_crawler_tests.recovery.support import assert_converged, partition_truth, write_recovery_config
 
 DAY = "2026-11-27"
@@ -46,7 +46,7 @@ def weibo_media_requests(sim) -> int:
 def sensor_tick(instance, config_path, cursor):
     context = build_sensor_context(instance=instance, cursor=cursor,
                                    resources={"crawler": CrawlerResource(config_path=str(config_path))})
-    result = unfinished_partitions_sensor(context)
+    result = unfinished_sensor(config_path)(context)
     requests_ = [item for item in (result if isinstance(result, list) else []) if isinstance(item, RunRequest)]
     return [split_partition_key(item.partition_key) for item in requests_], context.cursor
 
@@ -62,8 +62,9 @@ def test_a_platform_down_for_an_hour_neither_burns_retries_nor_blocks_others_and
     try:
         before = weibo_media_requests(simulator)
         first = crawl(config.path, [DAY], instance=instance)
-        assert {p.source_key for p in first.failed} == set(WEIBO), "the failing platform's partitions are red"
-        assert [p.success for p in first.partitions if p.source_key == "bilibili-12345"] == [True]
+        weibo_shards = sorted({config.layout.shard_of(key) for key in WEIBO})
+        assert sorted(p.shard for p in first.failed) == weibo_shards, "the failing platform's partitions are red"
+        assert [p.success for p in first.partitions if "bilibili-12345" in p.sources] == [True]
         weibo_rows = ledger.tasks(states=None)
         weibo_rows = [t for t in weibo_rows if t.platform == "weibo"]
         attempted = weibo_media_requests(simulator) - before
@@ -78,11 +79,11 @@ def test_a_platform_down_for_an_hour_neither_burns_retries_nor_blocks_others_and
             clock.now += rerequest.wait_after(len(waits)) + 1
             waits.append(rerequest.wait_after(len(waits)))
             requested, cursor = sensor_tick(instance, config.path, cursor)
-            assert sorted(key for key, _window in requested) == WEIBO
+            assert sorted(key for key, _window in requested) == weibo_shards
             again, cursor = sensor_tick(instance, config.path, cursor)
             assert again == [], "no second request before the backoff has passed"
-            for source_key, window in requested:
-                assert crawl(config.path, [window.day.isoformat()], [source_key], instance=instance).failed
+            for shard, window in requested:
+                assert crawl(config.path, [window.day.isoformat()], shards=[shard], instance=instance).failed
         assert waits == sorted(waits) and waits[0] < waits[-1]
         states = {t.state for t in ledger.tasks() if t.platform == "weibo"}
         assert "failed" not in states and states <= {"retry_wait", "discovered"}, states
@@ -93,9 +94,9 @@ def test_a_platform_down_for_an_hour_neither_burns_retries_nor_blocks_others_and
     # Recovered: the next due tick re-requests both partitions, and they finish with no operator.
     clock.now += rerequest.MAX_WAIT_S + 1
     requested, cursor = sensor_tick(instance, config.path, cursor)
-    assert sorted(key for key, _window in requested) == WEIBO
-    for source_key, window in requested:
-        assert not crawl(config.path, [window.day.isoformat()], [source_key], instance=instance).failed
+    assert sorted(key for key, _window in requested) == weibo_shards
+    for shard, window in requested:
+        assert not crawl(config.path, [window.day.isoformat()], shards=[shard], instance=instance).failed
     assert_converged(config.store_root, ledger, partition_truth(simulator.truth(), [(k, DAY) for k in
                                                                                       [*WEIBO, "bilibili-12345"]]))
     assert sensor_tick(instance, config.path, cursor)[0] == [], "finished partitions are not requested again"

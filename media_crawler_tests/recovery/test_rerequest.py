@@ -49,9 +49,9 @@ def test_the_sensor_fails_dead_runs_and_never_requests_beside_a_live_run(crawl_h
     from dagster import DagsterInstance, DagsterRunStatus, build_sensor_context
     from dagster._core.test_utils import create_run_for_test
 
-    from media_crawler.commands.crawl import register_sources
+    from media_crawler.commands.crawl import prepare_home
     from media_crawler.config import load_config
-    from media_crawler.defs.jobs import unfinished_partitions_sensor
+    from media_crawler_tests.shard_support import unfinished_sensor
     from media_crawler.defs.resources import CrawlerResource
     from media_crawler.models import DayWindow
     from media_crawler.pipeline.discover import discover
@@ -71,19 +71,20 @@ def test_the_sensor_fails_dead_runs_and_never_requests_beside_a_live_run(crawl_h
     dead_token = process_token(child.pid)
     child.wait()
     with DagsterInstance.ephemeral() as instance:
-        register_sources(instance, config)
+        prepare_home(instance, config)
+        first, second = (config.layout.shard_of(key) for key in ("facebook-42", "facebook-43"))
         dead = create_run_for_test(instance, job_name="crawl", status=DagsterRunStatus.STARTED,
-                                   tags={"dagster/partition": "2026-11-25|facebook-42", PROCESS_TAG: dead_token})
+                                   tags={"dagster/partition": f"2026-11-25|{first}", PROCESS_TAG: dead_token})
         create_run_for_test(instance, job_name="crawl", status=DagsterRunStatus.STARTED,
-                            tags={"dagster/partition": "2026-11-26|facebook-43", PROCESS_TAG: process_token()})
+                            tags={"dagster/partition": f"2026-11-26|{second}", PROCESS_TAG: process_token()})
         resources = {"crawler": CrawlerResource(config_path=str(config.path))}
         cursor = None
         requested = []
         for _ in range(2):  # notice, then request once the first wait has passed
             context = build_sensor_context(instance=instance, cursor=cursor, resources=resources)
-            result = unfinished_partitions_sensor(context)
+            result = unfinished_sensor(config.path)(context)
             cursor = context.cursor
             requested = [str(item.partition_key) for item in result] if isinstance(result, list) else []
             now["t"] += BASE_WAIT_S + 1
         assert instance.get_run_by_id(dead.run_id).status == DagsterRunStatus.FAILURE
-        assert requested == ["2026-11-25|facebook-42"], "the partition with a live run is left alone"
+        assert requested == [f"2026-11-25|{first}"], "the partition with a live run is left alone"

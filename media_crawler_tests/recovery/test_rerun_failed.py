@@ -6,7 +6,7 @@ from dagster import DagsterInstance, DagsterRunStatus
 from dagster._core.test_utils import create_run_for_test
 
 from media_crawler.cli import main as cli_main
-from media_crawler.commands.crawl import register_sources
+from media_crawler.commands.crawl import prepare_home
 from media_crawler.commands.rerun_failed import parse_span, rerun
 from media_crawler.config import load_config
 from media_crawler.recovery.liveness import process_token
@@ -53,11 +53,13 @@ def test_only_runs_whose_process_is_gone_are_marked_failed(instance):
 
 def test_dry_run_lists_failed_and_unfinished_partitions_and_skips_busy_ones(crawl_home, simulator, instance, capsys):
     config = load_config(write_recovery_config(crawl_home, simulator))
-    register_sources(instance, config)
-    make_run(instance, "2026-11-25|weibo-678", DagsterRunStatus.FAILURE)
-    make_run(instance, "2026-11-26|bilibili-12345", DagsterRunStatus.FAILURE)
-    make_run(instance, "2026-11-26|bilibili-12345", DagsterRunStatus.STARTED, **{PROCESS_TAG: process_token()})
-    make_run(instance, "2026-11-25|unknown-1", DagsterRunStatus.FAILURE)
+    prepare_home(instance, config)
+    weibo, bilibili, facebook = (config.layout.shard_of(key) for key in ("weibo-678", "bilibili-12345", "facebook-42"))
+    empty = next(shard for shard in config.layout.shard_keys() if not config.sources_in(shard))
+    make_run(instance, f"2026-11-25|{weibo}", DagsterRunStatus.FAILURE)
+    make_run(instance, f"2026-11-26|{bilibili}", DagsterRunStatus.FAILURE)
+    make_run(instance, f"2026-11-26|{bilibili}", DagsterRunStatus.STARTED, **{PROCESS_TAG: process_token()})
+    make_run(instance, f"2026-11-25|{empty}", DagsterRunStatus.FAILURE)
     from media_crawler.models import DayWindow
     from media_crawler.pipeline.discover import discover
     from media_crawler.pipeline.runtime import Runtime
@@ -66,10 +68,10 @@ def test_dry_run_lists_failed_and_unfinished_partitions_and_skips_busy_ones(craw
     assert Ledger(config.ledger_url).state_counts() == {"discovered": 5}
     assert rerun(str(config.path), instance=instance, dry_run=True) == 0
     err = capsys.readouterr().err
-    assert "would re-run 2026-11-25 weibo-678: latest run" in err
-    assert "would re-run 2026-11-25 facebook-42: 5 unfinished item(s)" in err
-    assert "bilibili-12345" not in err, "its latest run is in progress: not failed (yet)"
-    assert "2026-11-25|unknown-1: source not in" in err
+    assert f"would re-run 2026-11-25 {weibo}: latest run" in err
+    assert f"would re-run 2026-11-25 {facebook}: 5 unfinished item(s) of facebook-42" in err
+    assert f"would re-run 2026-11-26 {bilibili}" not in err, "its latest run is in progress: not failed (yet)"
+    assert f"2026-11-25|{empty}: no source of" in err
     assert Ledger(config.ledger_url).state_counts() == {"discovered": 5}, "a dry run changes nothing"
 
 

@@ -22,6 +22,7 @@ from media_crawler.recovery.dispatch import code_location_repository, instigator
 from media_crawler.recovery.liveness import lease_owner
 from media_crawler.store.ledger import Ledger, T
 from media_crawler.store.schema import SCHEMA_VERSION
+from media_crawler_tests.shard_support import demo_layout, partition_of
 from media_crawler_tests.recovery.support import (
     assert_converged, committed_set, partition_truth, store_blobs, write_recovery_config,
 )
@@ -59,7 +60,7 @@ def test_backup_mid_crawl_restore_elsewhere_paused_then_resume_equals_an_uninter
             origin = repository.get_full_job("crawl").get_remote_origin()
         queued = create_run_for_test(instance_a, job_name="crawl", status=DagsterRunStatus.QUEUED,
                                      remote_job_origin=origin,
-                                     tags={"dagster/partition": f"{AFTER_BACKUP[1]}|{AFTER_BACKUP[0]}"})
+                                     tags={"dagster/partition": partition_of(AFTER_BACKUP[1], AFTER_BACKUP[0])})
         assert cli_main(["backup", "--to", str(tmp_path / "backup"), "--config", str(config_a.path),
                          "--dagster-home", str(home_a)]) == 0
         manifest = json.loads((tmp_path / "backup" / "manifest.json").read_text())
@@ -93,12 +94,13 @@ def test_backup_mid_crawl_restore_elsewhere_paused_then_resume_equals_an_uninter
         # Resume as docs/RECOVERY.md says: re-run what is unfinished (the partition in flight at backup time).
         assert rerun(str(config_c.path), instance=instance_c) == 0
         reran = capsys.readouterr().err
-        assert f"re-ran {AFTER_BACKUP[1]} {AFTER_BACKUP[0]}" in reran and "weibo-678" not in reran, reran
+        shard = demo_layout().shard_of(AFTER_BACKUP[0])
+        assert f"re-ran {AFTER_BACKUP[1]} {shard}" in reran and "weibo-" not in reran, reran
         assert cli_main(["restore", "--resume", "--home", str(home_c)]) == 0
         resumed = capsys.readouterr().err
         print(resumed)  # the restore record: copy, pause, reconcile, first successful partition
         first = json.loads((home_c / "restore.json").read_text())["first_successful_partition"]
-        assert first["partition"] == f"{AFTER_BACKUP[1]}|{AFTER_BACKUP[0]}", "rerun-failed's run, after the restore"
+        assert first["partition"] == partition_of(AFTER_BACKUP[1], AFTER_BACKUP[0]), "rerun-failed's run, after the restore"
         assert f"first successful partition: {first['after_restore_began_s']:.1f} s after the restore began" in resumed
         running = instigator_running(instance_c)
         assert {name for name, on in running.items() if on} == set(summary["pause"]["sensors"])

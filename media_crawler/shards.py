@@ -1,0 +1,111 @@
+"""How sources are grouped into partitions: a fixed number of stable shards per platform.
+
+A partition is (shard, day), not (source, day): with thousands of sources a
+per-source dimension would pass Dagster's recommended 100,000 partitions per
+asset within weeks (docs/SHARDS.md). A source's shard is derived from its key
+alone (sha256 of the key, modulo the platform's shard count), so adding a
+source never moves another one, and nothing about a source is stored in
+Dagster: the ledger keeps its items and feed state under the source's own key,
+so changing the shard count re-groups sources without downloading anything.
+
+Partition counts per asset: platforms x shards x days since `start_day`.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import date
+from typing import Iterable, Mapping, Sequence
+
+from media_crawler.models import PLATFORMS, Source
+
+DEFAULT_SHARDS = 16
+# Fixed, so the day dimension never moves under an existing home; operators set their own.
+DEFAULT_START_DAY = date(2026, 1, 1)
+MAX_SHARDS = 1000
+_SHARD_MARK = "-s"
+
+
+@dataclass(frozen=True)
+class PartitionLayout:
+    """The `partitions:` section of sources.yaml."""
+
+    start_day: date = DEFAULT_START_DAY
+    shards: tuple[tuple[str, int], ...] = tuple((platform, DEFAULT_SHARDS) for platform in PLATFORMS)
+
+    def shard_count(self, platform: str) -> int:
+        return dict(self.shards).get(platform, DEFAULT_SHARDS)
+
+    def shard_of(self, source: Source | str) -> str:
+        """The shard key of a source (or of a source key): `bilibili-s07`."""
+        key = source.key if isinstance(source, Source) else source
+        platform = key.split("-", 1)[0]
+        count = self.shard_count(platform)
+        index = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % count
+        return shard_key(platform, index, count)
+
+    def shard_keys(self) -> list[str]:
+        return [shard_key(platform, index, count) for platform, count in self.shards for index in range(count)]
+
+    def sources_in(self, shard: str, sources: Iterable[Source]) -> list[Source]:
+        return [source for source in sources if self.shard_of(source) == shard]
+
+    def group(self, source_keys: Iterable[str]) -> dict[str, list[str]]:
+        """Source keys by the shard that holds them."""
+        grouped: dict[str, list[str]] = {}
+        for key in source_keys:
+            grouped.setdefault(self.shard_of(key), []).append(key)
+        return grouped
+
+    def as_record(self) -> dict[str, int]:
+        """What the ledger records of a layout: the shard counts (the start day moves no data)."""
+        return dict(self.shards)
+
+    def describe(self) -> str:
+        return ", ".join(f"{platform} {count}" for platform, count in self.shards)
+
+
+def shard_key(platform: str, index: int, count: int) -> str:
+    return f"{platform}{_SHARD_MARK}{index:0{max(2, len(str(count - 1)))}d}"
+
+
+def shard_platform(shard: str) -> str:
+    return shard.rsplit(_SHARD_MARK, 1)[0]
+
+
+def is_shard_key(text: str) -> bool:
+    platform, mark, index = text.rpartition(_SHARD_MARK)
+    return bool(mark) and platform in PLATFORMS and index.isdigit()
+
+
+def layout_from_raw(raw: object, platforms: Sequence[str] = PLATFORMS) -> PartitionLayout:
+    """Parse `partitions: {start_day: 2026-01-01, shards: 16 | {bilibili: 32, ...}}`.
+    Raises ValueError with a one-line reason; config.py turns it into a ConfigError."""
+    if raw is None:
+        return PartitionLayout()
+    if not isinstance(raw, Mapping):
+        raise ValueError("'partitions' must be a mapping such as {start_day: 2026-01-01, shards: 16}")
+    unknown = sorted(str(key) for key in raw if key not in ("start_day", "shards"))
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(map(repr, unknown))} in partitions (known: shards, start_day)")
+    start_day = raw.get("start_day", DEFAULT_START_DAY)
+    if isinstance(start_day, str):
+        try:
+            start_day = date.fromisoformat(start_day)
+        except ValueError:
+            raise ValueError(f"partitions.start_day must be a day such as 2026-01-01, not {start_day!r}") from None
+    if not isinstance(start_day, date):
+        raise ValueError(f"partitions.start_day must be a day such as 2026-01-01, not {start_day!r}")
+    shards = raw.get("shards", DEFAULT_SHARDS)
+    if isinstance(shards, Mapping):
+        unknown = sorted(str(name) for name in shards if name not in platforms)
+        if unknown:
+            raise ValueError(f"partitions.shards names unknown platform(s) {', '.join(unknown)}")
+        counts = {platform: shards.get(platform, DEFAULT_SHARDS) for platform in platforms}
+    else:
+        counts = {platform: shards for platform in platforms}
+    for platform, count in counts.items():
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SHARDS:
+            raise ValueError(f"partitions.shards for {platform} must be a whole number from 1 to {MAX_SHARDS}, "
+                             f"not {count!r}")
+    return PartitionLayout(start_day=start_day, shards=tuple(counts.items()))
