@@ -29,6 +29,8 @@ COMMANDS = {
     # Recovery.
     "reconcile": ("media_crawler.commands.reconcile", "check the store against the ledger (and --repair)"),
     "rerun-failed": ("media_crawler.commands.rerun_failed", "re-execute failed partitions"),
+    "compact": ("media_crawler.commands.compact",
+                "release what finished items no longer need from the ledger (keeps the seen-set and manifest)"),
     "reshard": ("media_crawler.commands.reshard", "apply a changed shard count of sources.yaml (downloads nothing)"),
     "upgrade-home": ("media_crawler.commands.upgrade_home",
                      "move a home made with per-source partitions to shard partitions (downloads nothing)"),

@@ -7,6 +7,7 @@ from typing import Sequence
 
 from sqlalchemy import select
 
+from media_crawler.download.retry import PENALTY_SECONDS
 from media_crawler.errors import CrawlError
 from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
 from media_crawler.observe.events import log_item
@@ -68,6 +69,10 @@ def discover_sources(runtime: Runtime, sources: Sequence[Source], window: DayWin
         try:
             report = discover(runtime, source, window, run_id=run_id)
         except CrawlError as error:
+            if error.policy.slows_platform:
+                # A 429 on a feed page slows every request to the platform, as on the media
+                # path (download/retry.py), for at least as long as it asked us to wait.
+                runtime.budget.penalize(source.platform, seconds=max(PENALTY_SECONDS, error.retry_after or 0.0))
             since = open_feed_error_since(runtime.ledger, source.key, day) or time.time()
             outcome.failures.append(SourceFailure(source.key, error, since))
             continue

@@ -7,6 +7,7 @@ import requests
 from dagster import AssetKey, DagsterInstance
 from dagster._serdes import serialize_value
 
+from media_crawler.commands.demo import DEMO_START_DAY
 from media_crawler.config import load_config
 from media_crawler.definitions import crawl_assets_for
 from media_crawler_tests.observe.support import captured_crawl, dagster_log_settings, write_sources
@@ -27,9 +28,13 @@ def secret_crawl(tmp_path_factory, simulator):
     base = simulator.base_url
     day = requests.get(f"{base}/_sim/truth", timeout=5).json()["days"][-1]
     # Page 4040 does not exist: its Graph error passes the token-bearing request through error handling.
+    # One shard per source (16 per platform): the tests read one partition per source.
     config_path = write_sources(home, base, [{"facebook": "page 42"}, {"bilibili": "user 12345"},
                                              {"facebook": "page 4040"}],
+                                partitions={"start_day": DEMO_START_DAY, "shards": 16},
                                 bilibili={"credential_env": {"sessdata": "BILIBILI_SESSDATA"}})
+    layout = load_config(config_path).layout
+    assert len({layout.shard_of(key) for key in ("facebook-42", "facebook-4040")}) == 2
     with pytest.MonkeyPatch.context() as patch, \
             DagsterInstance.ephemeral(settings=dagster_log_settings(home / "dagster.jsonl")) as instance:
         patch.setenv("FB_ACCESS_TOKEN", FAKE_TOKEN)
