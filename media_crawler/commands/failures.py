@@ -16,6 +16,11 @@ import time
 
 from media_crawler.models import PLATFORMS
 
+# The console script ends the process after the report without the interpreter's
+# teardown (cli.end_without_teardown: the ledger's connections are closed first):
+# freeing every object the imports and the report left takes time and writes nothing.
+EXIT_WITHOUT_TEARDOWN = True
+
 # Groups per section by default: a page for the person on call (the totals still count them all).
 DEFAULT_LIMIT = 25
 

@@ -15,6 +15,12 @@ import sys
 import threading
 
 
+# The console script ends the process after the report without the interpreter's
+# teardown (cli.end_without_teardown: the ledger's connections are closed first):
+# freeing every object the imports and the report left takes time and writes nothing.
+EXIT_WITHOUT_TEARDOWN = True
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from media_crawler.observe.target import add_config_argument
 

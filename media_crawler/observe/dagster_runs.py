@@ -10,19 +10,25 @@
   (RUN_START, or the latest STEP_SUCCESS before it: the assets are one chain),
   so a concurrency pool, a busy executor or a slow step process shows up.
 
-Dagster is imported only when this module is used (1.4 s of imports): `status`
-and `metrics` use it when DAGSTER_HOME names an instance, and say so when not.
-Labels stay bounded: the platform (from the run's tags) and the stage the step
-is (fetch, download, verify, commit).
+Dagster itself is not imported to read this (its imports and opening an instance
+cost 1.2-2.5 s of every `status` and `metrics --once`): `instance_from_environment`
+reads the storage DAGSTER_HOME/dagster.yaml names with SQL when it is one Dagster
+ships as SQL tables (the default SQLite files under DAGSTER_HOME, `storage: sqlite`,
+`storage: postgres`): SqlRunStorage, a few bounded reads of the `runs` and
+`event_logs` tables. Any other storage (a custom class, the legacy `run_storage`
+keys) is read through DagsterInstance as before (ApiRunStorage); so is an
+instance a caller passes in. Labels stay bounded: the platform (from the run's
+tags) and the stage the step is (fetch, download, verify, commit).
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from media_crawler.models import PLATFORMS
 from media_crawler.observe.ledger_stats import DELAY_BUCKETS, DELAY_WINDOW_S, _round, percentile
@@ -37,16 +43,273 @@ STEP_SAMPLE_RUNS = 50  # runs whose events are read for the step start delay (on
 UPDATE_MARGIN_S = 5.0  # run records updated this close to the last look are looked at again
 
 
+# Run statuses as Dagster stores them (DagsterRunStatus values).
+WAITING_STATUSES = ("QUEUED", "NOT_STARTED")
+IN_FLIGHT_STATUSES = (*WAITING_STATUSES, "STARTING", "STARTED")
+FINISHED_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")
+STEP_EVENT_KINDS = ("PIPELINE_START", "STEP_START", "STEP_SUCCESS")  # RUN_START is stored as PIPELINE_START
+
+
 def instance_from_environment():
-    """The DagsterInstance DAGSTER_HOME names, or None (with the reason) when it names none."""
+    """(run storage, None) for the instance DAGSTER_HOME names, or (None, the reason) when it names none.
+
+    A SqlRunStorage when dagster.yaml names a storage Dagster keeps in SQL tables
+    (or names none: the default SQLite files), else the DagsterInstance itself."""
     home = os.environ.get("DAGSTER_HOME")
     if not home:
         return None, "DAGSTER_HOME is not set"
     if not Path(home).is_dir():
         return None, f"DAGSTER_HOME {home} does not exist"
+    storage = SqlRunStorage.for_home(Path(home))
+    if storage is not None:
+        return storage, None
     from dagster import DagsterInstance
 
     return DagsterInstance.get(), None
+
+
+class RunRow(NamedTuple):
+    """What these reads use of a run record."""
+    run_id: str
+    status: str  # a DagsterRunStatus value
+    tags: dict[str, str]
+    create_timestamp: float | None
+    update_timestamp: float | None
+    start_time: float | None
+
+
+def _naive_utc(value: datetime | None) -> float | None:
+    return None if value is None else value.replace(tzinfo=timezone.utc).timestamp()
+
+
+class SqlRunStorage:
+    """Dagster's run and event-log tables read with SQL (read only; no Dagster import).
+
+    runs_url: the database of the `runs` table; event_logs_url: the database of
+    `event_logs` when it is one (PostgreSQL), else event_logs_dir holds one SQLite
+    file per run (`<run_id>.db`, Dagster's default SqliteEventLogStorage). A SQLite
+    file not created yet is an instance with no runs (nothing is created here)."""
+
+    def __init__(self, runs_url: str, event_logs_url: str | None = None, event_logs_dir: Path | None = None,
+                 runs_path: Path | None = None) -> None:
+        from sqlalchemy import Column, DateTime, Float, Integer, MetaData, String, Table, Text
+
+        self.runs_url, self.event_logs_url, self.event_logs_dir, self.runs_path = \
+            runs_url, event_logs_url, event_logs_dir, runs_path
+        metadata = MetaData()
+        self.runs_table = Table("runs", metadata, Column("id", Integer), Column("run_id", String),
+                                Column("status", String), Column("run_body", Text),
+                                Column("create_timestamp", DateTime), Column("update_timestamp", DateTime),
+                                Column("start_time", Float))
+        self.events_table = Table("event_logs", metadata, Column("id", Integer), Column("run_id", String),
+                                  Column("event", Text), Column("dagster_event_type", Text))
+        self._engines: dict[str, Any] = {}
+
+    @classmethod
+    def for_home(cls, home: Path) -> "SqlRunStorage | None":
+        """The storage dagster.yaml in `home` names, when it is SQL tables this can read; else None."""
+        config_path = home / "dagster.yaml"
+        config: Any = {}
+        if config_path.is_file():
+            import yaml
+
+            try:
+                config = yaml.load(config_path.read_text(encoding="utf-8"),
+                                   Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+            except (OSError, yaml.YAMLError):
+                return None
+        if not isinstance(config, dict):
+            return None
+        if any(key in config for key in ("run_storage", "event_log_storage", "local_artifact_storage")):
+            return None  # configurable classes: let Dagster resolve them
+        storage = config.get("storage")
+        if storage is None:
+            return cls.sqlite(home)
+        if not isinstance(storage, dict) or len(storage) != 1:
+            return None
+        (kind, settings), = storage.items()
+        settings = settings or {}
+        if kind == "sqlite" and isinstance(settings, dict):
+            base = _string_source(settings.get("base_dir"))
+            return cls.sqlite(Path(base)) if base else None
+        if kind == "postgres" and isinstance(settings, dict):
+            url = _postgres_url(settings)
+            if url is None:
+                return None
+            from media_crawler.scrub import register_secret
+            from media_crawler.store.database import normalize_url
+
+            try:
+                from sqlalchemy.engine import make_url
+
+                register_secret(make_url(url).password)  # an error quoting the DSN is shown by `status`
+            except Exception:  # not a URL SQLAlchemy reads: Dagster would fail on it too
+                return None
+            url = normalize_url(url)
+            return cls(url, event_logs_url=url)
+        return None
+
+    @classmethod
+    def sqlite(cls, base: Path) -> "SqlRunStorage":
+        """Dagster's SQLite layout under `base` (DagsterSqliteStorage): history/runs.db, history/runs/<run_id>.db."""
+        runs_path = base / "history" / "runs.db"
+        return cls(f"sqlite:///{runs_path}", event_logs_dir=base / "history" / "runs", runs_path=runs_path)
+
+    def _engine(self, url: str):
+        engine = self._engines.get(url)
+        if engine is None:
+            from sqlalchemy import create_engine
+            from sqlalchemy.pool import NullPool
+
+            engine = self._engines[url] = create_engine(url, poolclass=NullPool)
+        return engine
+
+    def runs(self, statuses: tuple[str, ...] | None = None, created_after: float | None = None,
+             updated_after: float | None = None, limit: int | None = None, order_by: str = "id",
+             ascending: bool = False) -> list[RunRow]:
+        """Run records as DagsterInstance.get_run_records filters and orders them (newest first by default)."""
+        from sqlalchemy import select
+
+        if self.runs_path is not None and not self.runs_path.is_file():
+            return []
+        R = self.runs_table
+        query = select(R.c.run_id, R.c.status, R.c.run_body, R.c.create_timestamp, R.c.update_timestamp,
+                       R.c.start_time)
+        if statuses:
+            query = query.where(R.c.status.in_(statuses))
+        if created_after is not None:
+            query = query.where(R.c.create_timestamp > datetime.fromtimestamp(created_after, tz=timezone.utc)
+                                .replace(tzinfo=None))
+        if updated_after is not None:
+            query = query.where(R.c.update_timestamp > datetime.fromtimestamp(updated_after, tz=timezone.utc)
+                                .replace(tzinfo=None))
+        column = R.c[order_by]
+        query = query.order_by(column.asc() if ascending else column.desc())
+        if limit:
+            query = query.limit(limit)
+        with self._engine(self.runs_url).connect() as conn:
+            rows = conn.execute(query).fetchall()
+        return [RunRow(run_id, status, _run_tags(body), _naive_utc(created), _naive_utc(updated),
+                       None if started is None else float(started))
+                for run_id, status, body, created, updated, started in rows]
+
+    def step_events(self, run_ids: list[str]) -> dict[str, list[tuple[str, float, str | None]]]:
+        """run id -> [(event type, timestamp, step key)] of its RUN_START, STEP_START and STEP_SUCCESS, in order."""
+        from sqlalchemy import select
+
+        E = self.events_table
+        query = select(E.c.run_id, E.c.dagster_event_type, E.c.event).where(
+            E.c.dagster_event_type.in_(STEP_EVENT_KINDS))
+        result: dict[str, list[tuple[str, float, str | None]]] = {run_id: [] for run_id in run_ids}
+        if not run_ids:
+            return result
+        if self.event_logs_url is not None:
+            # One read for every run (PostgreSQL: the run_id index bounds it).
+            with self._engine(self.event_logs_url).connect() as conn:
+                rows = conn.execute(query.where(E.c.run_id.in_(run_ids)).order_by(E.c.id)).fetchall()
+        else:
+            rows = []
+            for run_id in run_ids:  # one SQLite file per run
+                path = self.event_logs_dir / f"{run_id}.db"
+                if not path.is_file():
+                    continue
+                engine = self._engine(f"sqlite:///{path}")
+                try:
+                    with engine.connect() as conn:
+                        rows.extend(conn.execute(query.order_by(E.c.id)).fetchall())
+                finally:
+                    engine.dispose()
+                    self._engines.pop(f"sqlite:///{path}", None)
+        for run_id, kind, body in rows:
+            entry = json.loads(body)
+            result.setdefault(run_id, []).append((kind, float(entry["timestamp"]), entry.get("step_key")))
+        return result
+
+    def dispose(self) -> None:
+        for engine in self._engines.values():
+            engine.dispose()
+        self._engines.clear()
+
+
+class ApiRunStorage:
+    """The same reads through a DagsterInstance (any storage Dagster can open)."""
+
+    def __init__(self, instance) -> None:
+        self.instance = instance
+
+    def runs(self, statuses: tuple[str, ...] | None = None, created_after: float | None = None,
+             updated_after: float | None = None, limit: int | None = None, order_by: str = "id",
+             ascending: bool = False) -> list[RunRow]:
+        from dagster import DagsterRunStatus, RunsFilter
+
+        filters = RunsFilter(
+            statuses=[DagsterRunStatus(status) for status in statuses or ()],
+            created_after=None if created_after is None else datetime.fromtimestamp(created_after, tz=timezone.utc),
+            updated_after=None if updated_after is None else datetime.fromtimestamp(updated_after, tz=timezone.utc))
+        records = self.instance.get_run_records(filters, limit=limit, order_by=None if order_by == "id" else order_by,
+                                                ascending=ascending)
+        return [RunRow(record.dagster_run.run_id, record.dagster_run.status.value, dict(record.dagster_run.tags),
+                       _epoch(record.create_timestamp), _epoch(record.update_timestamp), record.start_time)
+                for record in records]
+
+    def step_events(self, run_ids: list[str]) -> dict[str, list[tuple[str, float, str | None]]]:
+        from dagster import DagsterEventType
+
+        kinds = {DagsterEventType(kind) for kind in STEP_EVENT_KINDS}
+        result = {}
+        for run_id in run_ids:
+            result[run_id] = [(record.event_log_entry.dagster_event_type.value, record.event_log_entry.timestamp,
+                               record.event_log_entry.step_key)
+                              for record in self.instance.get_records_for_run(run_id, of_type=kinds).records]
+        return result
+
+    def dispose(self) -> None:
+        self.instance.dispose()
+
+
+def run_storage(instance) -> "SqlRunStorage | ApiRunStorage":
+    """The reads of this module over `instance`: a SqlRunStorage as it is, a DagsterInstance wrapped."""
+    return instance if isinstance(instance, (SqlRunStorage, ApiRunStorage)) else ApiRunStorage(instance)
+
+
+def _run_tags(body: str | None) -> dict[str, str]:
+    """The tags of a serialized DagsterRun (the run_body column), as DagsterRun.tags reads them."""
+    if not body:
+        return {}
+    tags = json.loads(body).get("tags") or {}
+    return {str(key): str(value) for key, value in tags.items()} if isinstance(tags, dict) else {}
+
+
+def _string_source(value: Any) -> str | None:
+    """A dagster.yaml StringSource: a string, or {env: NAME}."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and set(value) == {"env"}:
+        return os.environ.get(str(value["env"])) or None
+    return None
+
+
+def _postgres_url(settings: dict) -> str | None:
+    """dagster-postgres' pg_url_from_config: postgres_url, or postgres_db's parts."""
+    if "postgres_url" in settings:
+        return None if "postgres_db" in settings else _string_source(settings["postgres_url"])
+    parts = settings.get("postgres_db")
+    if not isinstance(parts, dict):
+        return None
+    from urllib.parse import quote, urlencode
+
+    values = {key: value if key == "params" else str(value) if isinstance(value, int) else _string_source(value)
+              for key, value in parts.items()}
+    if not values.get("username") or any(value is None for key, value in values.items() if key != "params"):
+        return None
+    userinfo = quote(str(values["username"]))
+    if values.get("password"):
+        userinfo += f":{quote(str(values['password']))}"
+    url = (f"{values.get('scheme') or 'postgresql'}://{userinfo}@{values.get('hostname', '')}:"
+           f"{values.get('port', '5432')}/{values.get('db_name', '')}")
+    if values.get("params"):
+        url += f"?{urlencode(values['params'], quote_via=quote)}"
+    return url
 
 
 def run_platform(tags: dict[str, str]) -> str:
@@ -75,20 +338,15 @@ class RunsInFlight:
 
 
 def runs_in_flight(instance) -> RunsInFlight:
-    from dagster import DagsterRunStatus, RunsFilter
-
+    """Runs queued, starting or started: one read of the run records in those statuses."""
     view = RunsInFlight()
-    waiting = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED)
-    records = instance.get_run_records(RunsFilter(statuses=[*waiting, DagsterRunStatus.STARTING,
-                                                            DagsterRunStatus.STARTED]))
-    for record in records:
-        run = record.dagster_run
+    for run in run_storage(instance).runs(statuses=IN_FLIGHT_STATUSES):
         platform = run_platform(run.tags)
         partition = run.tags.get(PARTITION_TAG)
-        if run.status in waiting:
-            entry = view.queued.setdefault(platform, {"count": 0, "oldest_since": _epoch(record.create_timestamp)})
+        if run.status in WAITING_STATUSES:
+            entry = view.queued.setdefault(platform, {"count": 0, "oldest_since": run.create_timestamp})
             entry["count"] += 1
-            entry["oldest_since"] = min(entry["oldest_since"], _epoch(record.create_timestamp))
+            entry["oldest_since"] = min(entry["oldest_since"], run.create_timestamp)
             if partition:
                 view.queued_partitions.add(partition)
         else:
@@ -98,9 +356,9 @@ def runs_in_flight(instance) -> RunsInFlight:
     return view
 
 
-def queue_delay(record) -> float | None:
+def queue_delay(record: RunRow) -> float | None:
     """Created -> started, seconds (None for a run that never started)."""
-    started, created = record.start_time, _epoch(record.create_timestamp)
+    started, created = record.start_time, record.create_timestamp
     if started is None or created is None:
         return None
     return max(float(started) - created, 0.0)
@@ -108,19 +366,17 @@ def queue_delay(record) -> float | None:
 
 def step_start_delays(instance, run_id: str) -> list[tuple[str, float]]:
     """(stage, seconds from the event that let the step start to its STEP_START) for one run."""
-    from dagster import DagsterEventType
+    return _step_delays(run_storage(instance).step_events([run_id]).get(run_id, []))
 
-    kinds = {DagsterEventType.RUN_START, DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS}
+
+def _step_delays(events: list[tuple[str, float, str | None]]) -> list[tuple[str, float]]:
     ready: float | None = None
     delays = []
-    for record in instance.get_records_for_run(run_id, of_type=kinds).records:
-        entry = record.event_log_entry
-        kind = entry.dagster_event_type
-        if kind in (DagsterEventType.RUN_START, DagsterEventType.STEP_SUCCESS):
-            ready = entry.timestamp if ready is None else max(ready, entry.timestamp)
+    for kind, timestamp, step_key in events:
+        if kind in ("PIPELINE_START", "STEP_SUCCESS"):
+            ready = timestamp if ready is None else max(ready, timestamp)
         elif ready is not None:
-            stage = STEP_STAGES.get(entry.step_key or "", "other")
-            delays.append((stage, max(entry.timestamp - ready, 0.0)))
+            delays.append((STEP_STAGES.get(step_key or "", "other"), max(timestamp - ready, 0.0)))
     return delays
 
 
@@ -135,21 +391,19 @@ def dagster_status(instance, now: float, view: RunsInFlight | None = None,
     """What `status` shows beside the ledger's waits: queued runs, and the run queue and
     step start delays of the runs created in the window (the latest RUN_SAMPLE_LIMIT;
     steps of the latest STEP_SAMPLE_RUNS finished ones)."""
-    from dagster import DagsterRunStatus, RunsFilter
-
-    view = runs_in_flight(instance) if view is None else view
-    created_after = datetime.fromtimestamp(now - window_s, tz=timezone.utc)
-    records = instance.get_run_records(RunsFilter(created_after=created_after), limit=RUN_SAMPLE_LIMIT)
+    storage = run_storage(instance)
+    view = runs_in_flight(storage) if view is None else view
+    records = storage.runs(created_after=now - window_s, limit=RUN_SAMPLE_LIMIT)
     by_platform: dict[str, list[float]] = {}
     for record in records:
         delay = queue_delay(record)
         if delay is not None:
-            by_platform.setdefault(run_platform(record.dagster_run.tags), []).append(delay)
-    finished = [record for record in records if record.dagster_run.status in
-                (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)]
+            by_platform.setdefault(run_platform(record.tags), []).append(delay)
+    finished = [record.run_id for record in records if record.status in FINISHED_STATUSES][:STEP_SAMPLE_RUNS]
     steps: dict[str, list[float]] = {}
-    for record in finished[:STEP_SAMPLE_RUNS]:
-        for stage, delay in step_start_delays(instance, record.dagster_run.run_id):
+    events = storage.step_events(finished)
+    for run_id in finished:
+        for stage, delay in _step_delays(events.get(run_id, [])):
             steps.setdefault(stage, []).append(delay)
     all_delays = [delay for values in by_platform.values() for delay in values]
     return {
@@ -191,6 +445,7 @@ class RunDelayHistograms:
 
     def __init__(self, instance, backfill_s: float = DELAY_WINDOW_S, clock: Callable[[], float] = time.time) -> None:
         self.instance, self.backfill_s, self.clock = instance, backfill_s, clock
+        self.storage = run_storage(instance)
         self.queue: dict[str, Histogram] = {}
         self.steps: dict[str, Histogram] = {}
         self._watermark: float | None = None
@@ -198,27 +453,23 @@ class RunDelayHistograms:
         self._done: dict[str, float] = {}  # run id -> its update time, once its steps were counted
 
     def update(self, now: float | None = None) -> None:
-        from dagster import DagsterRunStatus, RunsFilter
-
         now = self.clock() if now is None else now
         after = (self._watermark if self._watermark is not None else now - self.backfill_s) - UPDATE_MARGIN_S
-        finished = (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
-        records = self.instance.get_run_records(
-            RunsFilter(statuses=[DagsterRunStatus.STARTED, *finished],
-                       updated_after=datetime.fromtimestamp(after, tz=timezone.utc)),
-            limit=RUN_SAMPLE_LIMIT, order_by="update_timestamp", ascending=True)
-        for record in records:
-            run = record.dagster_run
-            updated = _epoch(record.update_timestamp) or now
+        records = self.storage.runs(statuses=("STARTED", *FINISHED_STATUSES), updated_after=after,
+                                    limit=RUN_SAMPLE_LIMIT, order_by="update_timestamp", ascending=True)
+        events = self.storage.step_events([run.run_id for run in records
+                                           if run.status in FINISHED_STATUSES and run.run_id not in self._done])
+        for run in records:
+            updated = run.update_timestamp or now
             if run.run_id in self._done:
                 continue
             if run.run_id not in self._queue_seen:
-                delay = queue_delay(record)
+                delay = queue_delay(run)
                 if delay is not None:
                     self.queue.setdefault(run_platform(run.tags), Histogram()).observe(delay)
                     self._queue_seen.add(run.run_id)
-            if run.status in finished:
-                for stage, delay in step_start_delays(self.instance, run.run_id):
+            if run.status in FINISHED_STATUSES:
+                for stage, delay in _step_delays(events.get(run.run_id, [])):
                     self.steps.setdefault(stage, Histogram()).observe(delay)
                 self._queue_seen.discard(run.run_id)
                 self._done[run.run_id] = updated

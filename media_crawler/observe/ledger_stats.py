@@ -254,12 +254,18 @@ def binding_budgets(engine: Engine, now: float) -> dict[str, dict[str, Any]]:
     return binding
 
 
-def waiting(engine: Engine, now: float, binding_platforms: Iterable[str] = ()) -> list[dict[str, Any]]:
+def waiting(engine: Engine, now: float, binding_platforms: Iterable[str] = (),
+            partitions: bool | Iterable[str] = True) -> list[dict[str, Any]]:
     """Every unfinished row's wait, one reason each (waits.REASONS), from its state and stamps.
 
     Rows: {platform, reason, source_key, day, count, since (oldest), retry_after_max,
     causes: {error_class: count}} per (platform, reason, partition, cause). Ready rows
     read `awaiting_run`; `refine_with_runs` splits them by what Dagster holds.
+    partitions: True, per partition; days (the days of the partitions Dagster has a run
+    queued or in flight for), per partition only for the `awaiting_run` rows of those
+    days (all that refine_with_runs reads; the other rows have source_key and day None);
+    False or no days, per platform, reason and cause only: a few dozen rows instead of
+    one per partition with unfinished rows (tens of thousands on a large ledger, 0.3 s).
     """
     binding = sorted(set(binding_platforms))
     live = and_(T.c.lease_owner.isnot(None), T.c.lease_expires_at >= now)
@@ -287,8 +293,16 @@ def waiting(engine: Engine, now: float, binding_platforms: Iterable[str] = ()) -
     cause = case((or_(halted, backoff, T.c.state == "failed"), func.coalesce(T.c.wait_cause, T.c.error_class)),
                  else_=null())
     retry_after = case((backoff, T.c.retry_after_s), else_=null())
-    rows = (select(T.c.platform, T.c.source_key, T.c.day, reason.label("reason"), since.label("since"),
-                   cause.label("cause"), retry_after.label("retry_after"))
+    if partitions is True:
+        source_key, day = T.c.source_key, T.c.day
+    elif partitions and (days := sorted(set(partitions))):
+        refined = and_(reason == waits.AWAITING_RUN, T.c.day.in_(days))
+        source_key = case((refined, T.c.source_key), else_=null())
+        day = case((refined, T.c.day), else_=null())
+    else:
+        source_key = day = null()
+    rows = (select(T.c.platform, source_key.label("source_key"), day.label("day"), reason.label("reason"),
+                   since.label("since"), cause.label("cause"), retry_after.label("retry_after"))
             .where(T.c.state.in_(BACKLOG_STATES)).subquery())
     query = (select(rows.c.platform, rows.c.reason, rows.c.source_key, rows.c.day, rows.c.cause, func.count(),
                     func.min(rows.c.since), func.max(rows.c.retry_after))
@@ -303,10 +317,10 @@ def refine_with_runs(rows: list[dict[str, Any]], queued_partitions: set[str], ru
                      shard_of: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
     """`awaiting_run` rows whose partition ('day|shard', Dagster's key; shard_of maps a
     row's source key to its shard) has a run queued become `run_queued`; with a run
-    in flight, `step_pending`."""
+    in flight, `step_pending` (rows read without their partition stay as they are)."""
     refined = []
     for row in rows:
-        if row["reason"] == waits.AWAITING_RUN:
+        if row["reason"] == waits.AWAITING_RUN and row["source_key"] is not None:
             shard = shard_of(row["source_key"]) if shard_of else row["source_key"]
             partition = f"{row['day']}|{shard}"
             if partition in running_partitions:
@@ -623,3 +637,8 @@ def finished_outcomes(engine: Engine,
 def last_commit_at(engine: Engine) -> float | None:
     with engine.connect() as conn:
         return conn.execute(select(func.max(T.c.committed_at))).scalar_one()
+
+
+def partition_days(*partition_sets: Iterable[str]) -> set[str]:
+    """The days of Dagster partition keys ('day|shard'): what `waiting(partitions=...)` reads per partition."""
+    return {key.split("|", 1)[0] for keys in partition_sets for key in keys}

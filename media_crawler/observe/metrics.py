@@ -123,8 +123,10 @@ class LedgerCollector(Collector):
         yield oldest
 
         binding = ledger_stats.binding_budgets(self.engine, now)
-        rows = ledger_stats.waiting(self.engine, now, binding)
-        if runs is not None:
+        # Per partition only where Dagster holds a run for one (refine_with_runs), else per platform and reason.
+        days = ledger_stats.partition_days(runs.queued_partitions, runs.running_partitions) if runs else set()
+        rows = ledger_stats.waiting(self.engine, now, binding, partitions=days)
+        if days:
             rows = ledger_stats.refine_with_runs(rows, runs.queued_partitions, runs.running_partitions,
                                                  shard_of=self.config.layout.shard_of)
         waiting = ledger_stats.summarize_waiting(rows, now)

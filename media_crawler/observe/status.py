@@ -46,18 +46,22 @@ def build_status(engine: Engine, config: CrawlConfig, now: float, *, instance=No
     leases = ledger_stats.expired_leases(engine, now)
     feed_errors = ledger_stats.unresolved_feed_errors(engine)
     binding = ledger_stats.binding_budgets(engine, now)
-    wait_rows = ledger_stats.waiting(engine, now, binding)
     dagster: dict[str, Any] = {"available": False, "reason": dagster_absent}
+    view = None
     if instance is not None:
         from media_crawler.observe import dagster_runs
 
         try:
             view = dagster_runs.runs_in_flight(instance)
             dagster = dagster_runs.dagster_status(instance, now, view)
-            wait_rows = ledger_stats.refine_with_runs(wait_rows, view.queued_partitions, view.running_partitions,
-                                                      shard_of=config.layout.shard_of)
         except Exception as exc:  # run storage unreachable: the ledger's part still answers
-            dagster = {"available": False, "reason": scrub_text(f"{type(exc).__name__}: {exc}")[:300]}
+            view, dagster = None, {"available": False, "reason": scrub_text(f"{type(exc).__name__}: {exc}")[:300]}
+    # Per partition only where Dagster holds a run for one (refine_with_runs), else per platform and reason.
+    days = ledger_stats.partition_days(view.queued_partitions, view.running_partitions) if view else set()
+    wait_rows = ledger_stats.waiting(engine, now, binding, partitions=days)
+    if days:
+        wait_rows = ledger_stats.refine_with_runs(wait_rows, view.queued_partitions, view.running_partitions,
+                                                  shard_of=config.layout.shard_of)
     waiting = ledger_stats.summarize_waiting(wait_rows, now)
     for entry in waiting.values():
         entry["oldest_since"] = utc_timestamp(entry["oldest_since"])

@@ -333,3 +333,39 @@ def test_a_real_prometheus_scrapes_the_exporter_and_answers_histogram_quantile(r
     finally:
         server.shutdown()
         thread.join(timeout=5)
+
+
+def test_run_storage_read_with_sql_says_what_the_dagster_instance_says(recovered):
+    """`status` and `metrics` read DAGSTER_HOME's run storage with SQL (no Dagster import):
+    the same queued runs, run queue and step start delays as through the DagsterInstance."""
+    from dagster import DagsterRunStatus
+    from dagster._core.test_utils import create_run_for_test
+
+    from media_crawler.observe import dagster_runs
+    from media_crawler.recovery.dispatch import code_location_repository
+
+    sql, why_not = dagster_runs.instance_from_environment()
+    assert why_not is None and isinstance(sql, dagster_runs.SqlRunStorage)
+    api = dagster_runs.ApiRunStorage(recovered.instance)
+    with code_location_repository(recovered.instance) as repository:
+        origin = repository.get_full_job("crawl").get_remote_origin()
+    queued = create_run_for_test(recovered.instance, job_name="crawl", status=DagsterRunStatus.QUEUED,
+                                 remote_job_origin=origin,
+                                 tags={"dagster/partition": f"{DAY}|weibo-s00", "media_crawler/platform": "weibo"})
+    try:
+        now = time.time()
+        assert api.runs(limit=100) == sql.runs(limit=100)
+        assert dagster_runs.runs_in_flight(sql) == dagster_runs.runs_in_flight(api)
+        by_sql, by_api = dagster_runs.dagster_status(sql, now), dagster_runs.dagster_status(api, now)
+        assert by_sql == by_api
+        assert by_sql["runs_queued"]["weibo"]["count"] == 1 and by_sql["step_start_delay_s"]["download"]["count"] > 0
+        histograms = []
+        for storage in (sql, api):
+            delays = dagster_runs.RunDelayHistograms(storage, clock=lambda: now)
+            delays.update(now)
+            histograms.append({kind: {key: (h.buckets, h.sum, h.count) for key, h in getattr(delays, kind).items()}
+                               for kind in ("queue", "steps")})
+        assert histograms[0] == histograms[1] and histograms[0]["steps"]
+    finally:
+        recovered.instance.delete_run(queued.run_id)
+        sql.dispose()
