@@ -29,7 +29,12 @@ COMMANDS = (
 )
 
 
+PROJECT: Path | None = None  # --project: another checkout's code (e.g. `git archive REV`), same venv
+
+
 def cli() -> list[str]:
+    if PROJECT is not None:
+        return [sys.executable, "-m", "media_crawler.cli"]
     script = Path(sys.executable).with_name("media-crawler")
     return [str(script)] if script.exists() else [sys.executable, "-m", "media_crawler.cli"]
 
@@ -94,10 +99,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--per-query", action="store_true")
     parser.add_argument("--only", action="append", help="time only these commands (e.g. 'status')")
+    parser.add_argument("--project", type=Path, default=None,
+                        help="run the commands from this checkout (PYTHONPATH) instead of the installed one")
     args = parser.parse_args(argv)
+    global PROJECT
+    PROJECT = args.project
     with tempfile.TemporaryDirectory(prefix="mc-bench-dagster-") as home:
         env = {**os.environ, "DAGSTER_HOME": home}
         env.pop("MEDIA_CRAWLER_LEDGER_URL", None)
+        if PROJECT is not None:
+            env["PYTHONPATH"] = str(PROJECT.resolve())
         print(f"| command | {' | '.join(t.split('=', 1)[0] for t in args.targets)} |")
         print(f"|---|{'---|' * len(args.targets)}")
         for label, command in COMMANDS:
