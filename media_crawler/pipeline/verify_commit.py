@@ -76,7 +76,9 @@ def _verify(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
 def commit_partition(runtime: Runtime, source: Sources, window: DayWindow | None) -> StageReport:
     owner = lease_owner(None)
     with LeaseKeeper(runtime.ledger, owner):
-        report, changes = _commit(runtime, _claim(runtime.ledger, source, window, VERIFIED, owner))
+        # One flush of the store's folders for the batch, before its rows say committed.
+        with runtime.store.deferred_sync():
+            report, changes = _commit(runtime, _claim(runtime.ledger, source, window, VERIFIED, owner))
         _apply_as(runtime.ledger, owner, changes)
         crash_point(AFTER_COMMIT_LEDGER)
     return report
