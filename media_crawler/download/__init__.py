@@ -1,18 +1,6 @@
-"""The download engine: streaming .part downloads with resume, classified retries, rate budgets, DASH mux."""
-from media_crawler.download.fetcher import DownloadResult, download_to_part
-from media_crawler.download.pool import Outcome, run_bounded
-from media_crawler.download.ratebudget import InMemoryRateBudget, SharedRateBudget
-from media_crawler.download.retry import AttemptReport, RateBudget, RetryLoop, download_with_retries
+"""The download engine: streaming .part downloads with resume, classified retries, rate budgets, DASH mux.
 
-__all__ = [
-    "AttemptReport",
-    "DownloadResult",
-    "InMemoryRateBudget",
-    "Outcome",
-    "RateBudget",
-    "RetryLoop",
-    "SharedRateBudget",
-    "download_to_part",
-    "download_with_retries",
-    "run_bounded",
-]
+Modules are imported by name (`media_crawler.download.fetcher`, `.retry`,
+`.ratebudget`, ...): nothing is re-exported here, so a report that only needs
+the rate budget does not pay for requests and urllib3 (about 0.3 s).
+"""
