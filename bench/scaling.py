@@ -41,7 +41,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from media_crawler.commands.demo import DEMO_TOKEN_ENV, demo_sources  # noqa: E402
+from media_crawler.sim.sources import DEMO_TOKEN_ENV, demo_sources  # noqa: E402
 from media_crawler.deploy.workers import WorkerPlan  # noqa: E402
 
 # Requests per second and burst per platform: the budget every worker shares.

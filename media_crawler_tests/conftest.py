@@ -63,7 +63,7 @@ def crawl_home(tmp_path, monkeypatch):
 @pytest.fixture
 def demo_config(crawl_home, simulator):
     """A sources.yaml for the demo sources, pointed at the session's simulator."""
-    from media_crawler.commands.demo import demo_sources
+    from media_crawler.sim.sources import demo_sources
 
     path = crawl_home / "sources.yaml"
     crawl_home.mkdir(parents=True, exist_ok=True)
@@ -72,7 +72,7 @@ def demo_config(crawl_home, simulator):
 
 
 def write_config(home, simulator, sources: list[dict]):
-    from media_crawler.commands.demo import demo_sources
+    from media_crawler.sim.sources import demo_sources
 
     data = demo_sources(simulator.base_url)
     data["sources"] = sources

@@ -15,46 +15,14 @@ from pathlib import Path
 
 import yaml
 
-from media_crawler.commands.home import ensure_dagster_home
+from media_crawler.dagster_home import ensure_dagster_home
 from media_crawler.config import HOME_ENV
-
-DEMO_TOKEN_ENV = "FB_ACCESS_TOKEN"
-
+from media_crawler.sim.sources import DEMO_TOKEN_ENV, demo_sources
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", default=os.environ.get(HOME_ENV, "var"), help="where the store, ledger and Dagster home go")
     parser.add_argument("--port", type=int, default=8787, help="simulator port (0: any free port)")
     parser.add_argument("--seed", type=int, default=1)
-
-
-DEMO_START_DAY = "2026-11-20"
-
-
-def demo_sources(base_url: str) -> dict:
-    """The demo's sources.yaml: real adapters, API bases pointed at the simulator."""
-    return {
-        # The simulator's origin (host and port): its CDN paths are on 127.0.0.1, which
-        # the URL policy refuses unless listed, and then only on the port listed.
-        "allow_hosts": [base_url],
-        # Six sources need few shards, and the simulated world's days begin 2026-11-25:
-        # the UI lists the demo's partitions without a year of empty days (docs/SHARDS.md).
-        "partitions": {"start_day": DEMO_START_DAY, "shards": 2},
-        "platforms": {
-            # mux off: the simulator's DASH tracks are valid ISO-BMFF boxes but hold no
-            # playable samples, so a real ffmpeg would have nothing to mux.
-            "bilibili": {"api_base": f"{base_url}/bilibili", "max_height": 1080, "mux": False},
-            "weibo": {"api_base": f"{base_url}/weibo-m", "extra_api_bases": {"ajax": f"{base_url}/weibo"}},
-            "facebook": {"api_base": f"{base_url}/facebook/v19.0", "credential_env": {"access_token": DEMO_TOKEN_ENV}},
-        },
-        "sources": [
-            {"bilibili": "user 12345"},
-            {"weibo": "user 678"},
-            {"weibo": "user 679", "api": "ajax"},
-            {"facebook": "page 42"},
-            {"facebook": "page 43"},
-            {"urls": f"{base_url}/urls/demo.json"},
-        ],
-    }
 
 
 def start_simulator(port: int, seed: int):

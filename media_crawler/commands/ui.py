@@ -20,8 +20,8 @@ from pathlib import Path
 
 import yaml
 
-from media_crawler.commands.demo import DEMO_TOKEN_ENV, demo_sources, start_simulator
-from media_crawler.commands.home import INSTANCE_TEMPLATE, ensure_dagster_home
+from media_crawler.sim.sources import DEMO_TOKEN_ENV, demo_sources, start_simulator
+from media_crawler.dagster_home import INSTANCE_TEMPLATE, ensure_dagster_home
 from media_crawler.config import HOME_ENV, load_config
 from media_crawler.deploy.workers import RENDERED_MARKER, WorkerPlan, render_instance_yaml
 

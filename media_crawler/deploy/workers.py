@@ -122,7 +122,7 @@ def render_instance_yaml(template: Path, plan: WorkerPlan) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from media_crawler.commands.home import INSTANCE_TEMPLATE
+    from media_crawler.dagster_home import INSTANCE_TEMPLATE
 
     parser = argparse.ArgumentParser(prog="python -m media_crawler.deploy.workers",
                                      description="Print dagster.yaml for a number of workers.")

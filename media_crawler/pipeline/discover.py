@@ -13,7 +13,7 @@ from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
 from media_crawler.observe.events import log_item
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
-from media_crawler.recovery.crashpoints import AFTER_DISCOVERY_BATCH, crash_point
+from media_crawler.crashpoints import AFTER_DISCOVERY_BATCH, crash_point
 from media_crawler.store import schema
 from media_crawler.store.ledger import FINISHED_STATES
 from media_crawler.store.source_state import finished_feeds, mark_feed_finished, open_feed_error_since

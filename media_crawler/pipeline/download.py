@@ -31,7 +31,7 @@ from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, as_list, source_keys
 from media_crawler.pipeline.scheduling import SizeAwareOrder
-from media_crawler.recovery.crashpoints import AFTER_CLAIM, AFTER_DOWNLOAD_LEDGER, AFTER_PART_WRITE, crash_point
+from media_crawler.crashpoints import AFTER_CLAIM, AFTER_DOWNLOAD_LEDGER, AFTER_PART_WRITE, crash_point
 from media_crawler.recovery.leases import LeaseHeartbeat, release_dead_leases
 from media_crawler.recovery.liveness import lease_owner
 from media_crawler.recovery.outage import OutageBreaker

@@ -31,7 +31,7 @@ from media_crawler.pipeline.download import ItemOutcome, download_partition
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.shard_processes import ShardProcesses
 from media_crawler.pipeline.verify_commit import MAX_TOTAL_ATTEMPTS, commit_partition, verify_partition
-from media_crawler.recovery.crashpoints import AFTER_LINK_BEFORE_LEDGER, AFTER_VERIFY, crash_point
+from media_crawler.crashpoints import AFTER_LINK_BEFORE_LEDGER, AFTER_VERIFY, crash_point
 from media_crawler.store.ledger import CLAIM_LIMIT, COMMITTED, FINISHED_STATES, Ledger
 from media_crawler.verify.verify import verify_file
 

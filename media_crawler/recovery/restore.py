@@ -44,7 +44,7 @@ from pathlib import Path
 
 import yaml
 
-from media_crawler.commands.home import INSTANCE_TEMPLATE
+from media_crawler.dagster_home import INSTANCE_TEMPLATE
 from media_crawler.config import ConfigError
 from media_crawler.recovery import backup as layout
 from media_crawler.recovery.copying import copy_blobs, copy_tree_of_sqlite, pg_restore, sqlite_copy

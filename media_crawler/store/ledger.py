@@ -15,7 +15,7 @@ from sqlalchemy import and_, bindparam, func, or_, select, update
 
 from media_crawler.errors import CrawlError, FinalState
 from media_crawler.models import MediaRecord, iso_utc
-from media_crawler.recovery.crashpoints import MID_LEDGER_BATCH, crash_point
+from media_crawler.crashpoints import MID_LEDGER_BATCH, crash_point
 from media_crawler.scrub import mask_secrets, scrub_text, scrub_url
 from media_crawler.store import schema
 from media_crawler.store.database import get_engine, lock_ids_in_order, lock_rows_in_id_order, migrate

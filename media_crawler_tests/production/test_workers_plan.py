@@ -5,7 +5,7 @@ import pytest
 import yaml
 from dagster import DagsterInstance
 
-from media_crawler.commands.home import INSTANCE_TEMPLATE
+from media_crawler.dagster_home import INSTANCE_TEMPLATE
 from media_crawler.commands.ui import apply_worker_plan
 from media_crawler.deploy.workers import (
     PLATFORM_TAG,

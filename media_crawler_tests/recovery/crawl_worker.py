@@ -31,7 +31,7 @@ from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import download_partition
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
-from media_crawler.recovery.crashpoints import CRASH_ENV
+from media_crawler.crashpoints import CRASH_ENV
 
 
 def crawl(config_path: str, partitions: list[str]) -> dict:

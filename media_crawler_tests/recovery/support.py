@@ -14,7 +14,7 @@ import yaml
 from sqlalchemy import func
 from sqlalchemy import select as sql_select
 
-from media_crawler.commands.demo import demo_sources
+from media_crawler.sim.sources import demo_sources
 from media_crawler.models import Source
 from media_crawler.store.ledger import Ledger, T
 

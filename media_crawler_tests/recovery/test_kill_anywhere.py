@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from media_crawler.config import load_config
 from media_crawler.models import Source
-from media_crawler.recovery.crashpoints import POINTS
+from media_crawler.crashpoints import POINTS
 from media_crawler.store.ledger import Ledger
 from media_crawler.sim.server import Simulator
 from media_crawler_tests.recovery.support import (

@@ -12,10 +12,10 @@ import pytest
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from media_crawler.commands.crawl import crawl
-from media_crawler.commands.home import INSTANCE_TEMPLATE
+from media_crawler.dagster_home import INSTANCE_TEMPLATE
 from media_crawler.commands.rerun_failed import rerun
 from media_crawler.config import load_config
-from media_crawler.recovery.crashpoints import AFTER_LINK_BEFORE_LEDGER, CRASH_ENV
+from media_crawler.crashpoints import AFTER_LINK_BEFORE_LEDGER, CRASH_ENV
 from media_crawler.sim.server import Simulator
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.recovery.support import (

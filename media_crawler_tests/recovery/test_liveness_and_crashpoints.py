@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from media_crawler.recovery.crashpoints import CRASH_ENV, parse_target
+from media_crawler.crashpoints import CRASH_ENV, parse_target
 from media_crawler.recovery.liveness import is_dead, lease_owner, process_token, token_of_owner
 
 
@@ -38,7 +38,7 @@ def test_parse_target():
 
 @pytest.mark.parametrize("nth, survives", [(3, False), (4, True)])
 def test_crash_point_kills_with_sigkill_at_the_nth_hit(nth, survives):
-    script = ("from media_crawler.recovery.crashpoints import crash_point\n"
+    script = ("from media_crawler.crashpoints import crash_point\n"
               "for _ in range(3): crash_point('after_claim')\n"
               "print('survived')")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

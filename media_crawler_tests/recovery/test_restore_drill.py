@@ -11,7 +11,7 @@ from sqlalchemy import update
 
 from media_crawler.cli import main as cli_main
 from media_crawler.commands.crawl import crawl
-from media_crawler.commands.home import INSTANCE_TEMPLATE
+from media_crawler.dagster_home import INSTANCE_TEMPLATE
 from media_crawler.commands.rerun_failed import rerun
 from media_crawler.config import load_config
 from media_crawler.models import DayWindow

@@ -182,7 +182,7 @@ def sources_page(world, base_url: str, cursor: str | None, limit: int) -> dict:
 
 def sources_config_head(base_url: str) -> dict:
     """sources.yaml without its sources: the demo's platforms block, pointed at `base_url`."""
-    from media_crawler.commands.demo import demo_sources
+    from media_crawler.sim.sources import demo_sources
 
     config = demo_sources(base_url)
     config.pop("sources")

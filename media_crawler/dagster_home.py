@@ -5,7 +5,7 @@ import os
 import shutil
 from pathlib import Path
 
-INSTANCE_TEMPLATE = Path(__file__).resolve().parent.parent / "instance" / "dagster.yaml"
+INSTANCE_TEMPLATE = Path(__file__).resolve().parent / "instance" / "dagster.yaml"
 
 
 def ensure_dagster_home(home: Path) -> Path:
