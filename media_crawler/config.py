@@ -65,6 +65,70 @@ class CrawlConfig:
         return self.layout.sources_in(shard, self.sources)
 
 
+# -- the process environment: read here and in cli.py only --------------------------
+# Every variable the crawler reads is named once, with what reading it means.
+DAGSTER_HOME_ENV = "DAGSTER_HOME"
+WORKERS_ENV = "MEDIA_CRAWLER_WORKERS"
+WORKER_NAME_ENV = "MEDIA_CRAWLER_WORKER"
+CELERY_CONFIG_ENV = "MEDIA_CRAWLER_CELERY_CONFIG"
+
+
+def environment_value(name: str) -> str | None:
+    """A variable the configuration names (a credential's `credential_env`, an `env:`
+    reference of dagster.yaml): its value, or None when unset or empty."""
+    return os.environ.get(name) or None
+
+
+def environment_copy(**overrides: str) -> dict[str, str]:
+    """The environment for a child process: ours, with `overrides`."""
+    return {**os.environ, **overrides}
+
+
+def set_environment(name: str, value: str | None) -> None:
+    """Set (None: remove) a variable for this process and the processes it starts."""
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def default_environment(name: str, value: str) -> None:
+    os.environ.setdefault(name, value)
+
+
+def config_path_default() -> str:
+    """--config's default: $MEDIA_CRAWLER_CONFIG, else ./sources.yaml."""
+    return os.environ.get(CONFIG_ENV) or "sources.yaml"
+
+
+def home_default() -> str:
+    """--home's default: $MEDIA_CRAWLER_HOME, else ./var."""
+    return os.environ.get(HOME_ENV) or "var"
+
+
+def dagster_home_env() -> Path | None:
+    value = os.environ.get(DAGSTER_HOME_ENV)
+    return Path(value) if value else None
+
+
+def workers_override() -> str | None:
+    return os.environ.get(WORKERS_ENV) or None
+
+
+def worker_name_override() -> str | None:
+    return os.environ.get(WORKER_NAME_ENV) or None
+
+
+def celery_config_env() -> str | None:
+    return os.environ.get(CELERY_CONFIG_ENV) or None
+
+
+def crash_point_spec() -> str | None:
+    from media_crawler.crashpoints import CRASH_ENV  # the crash points name their own variable
+
+    return os.environ.get(CRASH_ENV) or None
+
+
 def home_dir() -> Path:
     return Path(os.environ.get(HOME_ENV, "var")).resolve()
 

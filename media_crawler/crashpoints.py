@@ -48,7 +48,9 @@ def parse_target(value: str | None) -> tuple[str, int] | None:
 
 def crash_point(name: str) -> None:
     """Kill this process here if MEDIA_CRAWLER_CRASH_AT names this point (and this hit)."""
-    target = os.environ.get(CRASH_ENV)
+    from media_crawler.config import crash_point_spec  # here: the ledger imports this module early
+
+    target = crash_point_spec()
     if not target:
         return
     wanted = parse_target(target)

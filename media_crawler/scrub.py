@@ -17,7 +17,6 @@ Failure descriptions (defs/assets.py), the reports and the CLI's stderr.
 from __future__ import annotations
 
 import base64
-import os
 import re
 import threading
 from typing import Iterable
@@ -92,8 +91,10 @@ def register_environment_secrets(env_names: Iterable[str] = ()) -> None:
     A cookie header value ("SUB=...; SUBP=...") is registered whole and part by
     part, since an error text may quote one cookie without the others.
     """
+    from media_crawler.config import environment_value  # here: config imports modules that import this one
+
     for name in {*env_names, *DEFAULT_CREDENTIAL_ENVS}:
-        value = os.environ.get(name)
+        value = environment_value(name)
         register_secret(value)
         for part in (value or "").split(";"):
             register_secret(part.split("=", 1)[-1].strip())

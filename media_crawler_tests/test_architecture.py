@@ -61,3 +61,15 @@ def test_no_function_takes_more_than_eight_parameters_but_the_listed_ones():
                     wide.add(f"{name}:{node.name}")
     assert wide - WIDE_FUNCTIONS == set(), "a new function over eight parameters: pass a request or settings object"
     assert WIDE_FUNCTIONS - wide == set(), "fixed: take it off WIDE_FUNCTIONS"
+
+
+def test_the_environment_is_read_in_config_and_cli_only():
+    readers = []
+    for name, tree in modules():
+        if name in ("config.py", "cli.py"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv", "unsetenv") \
+                    and isinstance(node.value, ast.Name) and node.value.id == "os":
+                readers.append(f"{name}:{node.lineno}")
+    assert readers == [], "read the environment through media_crawler/config.py"

@@ -10,17 +10,16 @@ credential variables the crawl reads. docs/RECOVERY.md has the drill.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-from media_crawler.config import CONFIG_ENV, load_config
+from media_crawler.config import config_path_default, dagster_home_env, load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--to", required=True, type=Path, help="backup folder (created; refreshed if it exists)")
-    parser.add_argument("--config", default=os.environ.get(CONFIG_ENV, "sources.yaml"), help="sources.yaml path")
-    parser.add_argument("--dagster-home", type=Path, default=os.environ.get("DAGSTER_HOME") or None,
+    parser.add_argument("--config", default=config_path_default(), help="sources.yaml path")
+    parser.add_argument("--dagster-home", type=Path, default=dagster_home_env(),
                         help="the Dagster instance to back up (default $DAGSTER_HOME; none: ledger and store only)")
 
 

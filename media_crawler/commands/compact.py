@@ -10,15 +10,14 @@ touches only finished rows, in batches. `--vacuum` gives the space back
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
-from media_crawler.config import CONFIG_ENV, ConfigError, load_config
+from media_crawler.config import ConfigError, config_path_default, load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default=os.environ.get(CONFIG_ENV, "sources.yaml"), help="sources.yaml path")
+    parser.add_argument("--config", default=config_path_default(), help="sources.yaml path")
     parser.add_argument("--older-than", default="30d", help="finished at least this long ago: 12h, 30d (default 30d)")
     parser.add_argument("--dry-run", action="store_true", help="count what would be released, change nothing")
     parser.add_argument("--vacuum", action="store_true", help="then return the space (VACUUM)")

@@ -9,17 +9,16 @@ A shard's run works on every source of the shard (media_crawler/shards.py):
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-from media_crawler.config import CONFIG_ENV, CrawlConfig, load_config
+from media_crawler.config import CrawlConfig, config_path_default, load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default=os.environ.get(CONFIG_ENV, "sources.yaml"), help="sources.yaml path")
+    parser.add_argument("--config", default=config_path_default(), help="sources.yaml path")
     parser.add_argument("--source", action="append", default=[],
                         help="source key: runs the shard that holds it (default: every shard holding a source)")
     parser.add_argument("--shard", action="append", default=[], help="shard key such as bilibili-s03 (repeatable)")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -16,11 +15,11 @@ from pathlib import Path
 import yaml
 
 from media_crawler.dagster_home import ensure_dagster_home
-from media_crawler.config import HOME_ENV
+from media_crawler.config import HOME_ENV, default_environment, home_default, set_environment
 from media_crawler.sim.sources import DEMO_TOKEN_ENV, demo_sources
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--home", default=os.environ.get(HOME_ENV, "var"), help="where the store, ledger and Dagster home go")
+    parser.add_argument("--home", default=home_default(), help="where the store, ledger and Dagster home go")
     parser.add_argument("--port", type=int, default=8787, help="simulator port (0: any free port)")
     parser.add_argument("--seed", type=int, default=1)
 
@@ -45,9 +44,9 @@ def run(args: argparse.Namespace) -> int:
     from media_crawler.observe.progress import default_sinks
 
     home = Path(args.home).resolve()
-    os.environ[HOME_ENV] = str(home)
+    set_environment(HOME_ENV, str(home))
     dagster_home = ensure_dagster_home(home)
-    os.environ.setdefault(DEMO_TOKEN_ENV, "demo-token-not-secret")
+    default_environment(DEMO_TOKEN_ENV, "demo-token-not-secret")
     log_path = home / "demo" / "crawl.log.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # The JSON event stream (ours and Dagster's) goes to a file; the terminal gets the summary.

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
-from media_crawler.config import CONFIG_ENV
+from media_crawler.config import config_path_default
 from media_crawler.models import PLATFORMS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default=os.environ.get(CONFIG_ENV, "sources.yaml"))
+    parser.add_argument("--config", default=config_path_default())
     parser.add_argument("--since", help="committed within this long (1h, 7d) or since an ISO date")
     parser.add_argument("--platform", choices=PLATFORMS)
     parser.add_argument("--out", help="write to this file instead of stdout")

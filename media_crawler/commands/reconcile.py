@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections import Counter
 from pathlib import Path
 
-from media_crawler.config import CONFIG_ENV, ConfigError, config_from_dict, load_config
+from media_crawler.config import CONFIG_ENV, ConfigError, config_from_dict, config_path_default, load_config
 from media_crawler.store.database import normalize_url
 
 SHOWN_PER_KIND = 10
@@ -44,7 +43,7 @@ def store_and_ledger(args: argparse.Namespace) -> tuple[Path, str]:
     if args.store is None:
         if args.ledger:
             raise ConfigError("--ledger goes with --store DIR (a fetch-urls store); a sources file names its own")
-        path = Path(args.config or os.environ.get(CONFIG_ENV) or "sources.yaml")
+        path = Path(args.config or config_path_default())
         if not path.is_file():
             raise ConfigError(f"no sources file at {path} (pass --config FILE, set {CONFIG_ENV}, "
                               "or --store DIR for a fetch-urls store)")

@@ -20,20 +20,19 @@ explicitly (re-execution does not inherit it). The run is the same one
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from media_crawler.config import CONFIG_ENV, load_config
+from media_crawler.config import config_path_default, load_config
 
 _SPAN = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default=os.environ.get(CONFIG_ENV, "sources.yaml"), help="sources.yaml path")
+    parser.add_argument("--config", default=config_path_default(), help="sources.yaml path")
     parser.add_argument("--since", default="24h", type=parse_span,
                         help="failed runs updated within this span: 90m, 24h, 7d (default 24h)")
     parser.add_argument("--dry-run", action="store_true", help="list what would be re-run, run nothing")

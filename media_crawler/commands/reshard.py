@@ -11,14 +11,13 @@ the UI shows the new shard keys.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from media_crawler.config import CONFIG_ENV, ConfigError, load_config
+from media_crawler.config import ConfigError, config_path_default, load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default=os.environ.get(CONFIG_ENV, "sources.yaml"), help="sources.yaml path")
+    parser.add_argument("--config", default=config_path_default(), help="sources.yaml path")
     parser.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
 
 

@@ -12,7 +12,6 @@ line per event.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
@@ -20,14 +19,15 @@ from pathlib import Path
 
 import yaml
 
-from media_crawler.sim.sources import DEMO_TOKEN_ENV, demo_sources, start_simulator
+from media_crawler.commands.demo import start_simulator
+from media_crawler.sim.sources import DEMO_TOKEN_ENV, demo_sources
 from media_crawler.dagster_home import INSTANCE_TEMPLATE, ensure_dagster_home
-from media_crawler.config import HOME_ENV, load_config
+from media_crawler.config import HOME_ENV, environment_value, home_default, load_config, set_environment
 from media_crawler.deploy.workers import RENDERED_MARKER, WorkerPlan, render_instance_yaml
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--home", default=os.environ.get(HOME_ENV, "var"), help="store, ledger and Dagster home (default var)")
+    parser.add_argument("--home", default=home_default(), help="store, ledger and Dagster home (default var)")
     parser.add_argument("--port", type=int, default=3000, help="dagster-webserver port on 127.0.0.1")
     parser.add_argument("--sim-port", type=int, default=8787, help="simulator port (0: any free port)")
     parser.add_argument("--seed", type=int, default=1, help="simulator world seed")
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from media_crawler.deploy.services import ServiceError, ServiceGroup, dagster_env, wait_for_webserver
 
     home = Path(args.home).resolve()
-    os.environ[HOME_ENV] = str(home)
+    set_environment(HOME_ENV, str(home))
     dagster_home = ensure_dagster_home(home)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
             say(f"keeping the hand-edited {dagster_home / 'dagster.yaml'} (run limits not rendered)")
         keys = register_partitions(config_path)
         env = dagster_env(dagster_home=dagster_home, config_path=config_path, media_home=home,
-                          extra={DEMO_TOKEN_ENV: os.environ.get(DEMO_TOKEN_ENV, "demo-token-not-secret")})
+                          extra={DEMO_TOKEN_ENV: environment_value(DEMO_TOKEN_ENV) or "demo-token-not-secret"})
         url = f"http://127.0.0.1:{args.port}"
         with ServiceGroup(env, log_dir=home / "ui") as services:
             daemon = services.start_daemon()

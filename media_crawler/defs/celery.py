@@ -15,11 +15,11 @@ from typing import Any
 import yaml
 from dagster import AssetSelection, define_asset_job
 
+from media_crawler.config import celery_config_env
 from media_crawler.defs.assets import GROUP
 from media_crawler.defs.jobs import partitioned_run_config
 from media_crawler.shards import PartitionLayout
 
-CELERY_CONFIG_ENV = "MEDIA_CRAWLER_CELERY_CONFIG"
 CELERY_JOB_NAME = "crawl_celery"
 DEFAULT_CELERY_CONFIG: dict[str, Any] = {
     "broker": "pyamqp://guest:guest@127.0.0.1:5672//",
@@ -30,7 +30,7 @@ DEFAULT_CELERY_CONFIG: dict[str, Any] = {
 
 def celery_executor_config(path: str | os.PathLike | None = None) -> dict[str, Any]:
     """`execution.config` of the workers' YAML file, or the defaults."""
-    path = path or os.environ.get(CELERY_CONFIG_ENV)
+    path = path or celery_config_env()
     if not path:
         return dict(DEFAULT_CELERY_CONFIG)
     raw = yaml.safe_load(Path(path).read_text()) or {}

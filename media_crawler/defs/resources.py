@@ -6,7 +6,7 @@ import threading
 
 from dagster import ConfigurableResource
 
-from media_crawler.config import CONFIG_ENV, CrawlConfig, load_config
+from media_crawler.config import CrawlConfig, config_path_default, load_config
 from media_crawler.pipeline.runtime import Runtime
 
 # By path and the file's version: an edited sources.yaml (a new source, a new shard
@@ -21,7 +21,7 @@ class CrawlerResource(ConfigurableResource):
     config_path: str = ""
 
     def resolved_path(self) -> str:
-        return self.config_path or os.environ.get(CONFIG_ENV, "sources.yaml")
+        return self.config_path or config_path_default()
 
     def load(self) -> CrawlConfig:
         return load_config(self.resolved_path())

@@ -20,6 +20,8 @@ from typing import Mapping, Sequence
 
 import requests
 
+from media_crawler.config import environment_copy
+
 BIN = Path(sys.executable).parent  # the venv's console scripts sit beside its python
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKSPACE = REPO_ROOT / "workspace.yaml"
@@ -142,7 +144,7 @@ class ServiceGroup:
 def dagster_env(*, dagster_home: Path, config_path: Path, media_home: Path | None = None,
                 extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment every Dagster process of one deployment shares."""
-    env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "MEDIA_CRAWLER_CONFIG": str(config_path)}
+    env = environment_copy(DAGSTER_HOME=str(dagster_home), MEDIA_CRAWLER_CONFIG=str(config_path))
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"  # run workers find the venv's dagster
     if media_home is not None:
         env["MEDIA_CRAWLER_HOME"] = str(media_home)

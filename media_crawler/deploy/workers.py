@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 
-WORKERS_ENV = "MEDIA_CRAWLER_WORKERS"
 # Run tag every crawl-job run carries (defs/jobs.py): the per-platform run limit keys on it.
 PLATFORM_TAG = "media_crawler/platform"
 # Threads one worker downloads with. Small on purpose: N workers give 4N in all,
@@ -98,11 +97,13 @@ def plan_from_environment(config_path: str | os.PathLike | None = None) -> Worke
     Used while the code location loads, so an unreadable sources file means
     one worker rather than a code location that fails to load.
     """
-    if os.environ.get(WORKERS_ENV):
-        return WorkerPlan(int(os.environ[WORKERS_ENV]))
+    from media_crawler.config import default_config_path, workers_override
+
+    override = workers_override()
+    if override:
+        return WorkerPlan(int(override))
     import yaml  # here, not at the top: fetch-urls imports this module and never reads YAML
 
-    from media_crawler.config import default_config_path
 
     path = Path(config_path) if config_path else default_config_path()
     try:

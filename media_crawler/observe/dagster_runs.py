@@ -23,13 +23,13 @@ tags) and the stage the step is (fetch, download, verify, commit).
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
+from media_crawler.config import dagster_home_env, environment_value
 from media_crawler.models import PLATFORMS
 from media_crawler.observe.ledger_stats import DELAY_BUCKETS, DELAY_WINDOW_S, _round, percentile
 
@@ -55,7 +55,7 @@ def instance_from_environment():
 
     A SqlRunStorage when dagster.yaml names a storage Dagster keeps in SQL tables
     (or names none: the default SQLite files), else the DagsterInstance itself."""
-    home = os.environ.get("DAGSTER_HOME")
+    home = dagster_home_env()
     if not home:
         return None, "DAGSTER_HOME is not set"
     if not Path(home).is_dir():
@@ -285,7 +285,7 @@ def _string_source(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and set(value) == {"env"}:
-        return os.environ.get(str(value["env"])) or None
+        return environment_value(str(value["env"]))
     return None
 
 

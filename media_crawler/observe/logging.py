@@ -17,19 +17,20 @@ import sys
 import threading
 import time
 
+from media_crawler.config import worker_name_override
 from media_crawler.scrub import scrub_text
 
 # Attributes every LogRecord has; anything else was passed as `extra=` and is ours.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
 # Dagster attaches its whole event object; its type and message are all a reader needs.
 _DAGSTER_NOISE = {"dagster_meta", "dagster_event", "dagster_event_batch_metadata"}
-WORKER = os.environ.get("MEDIA_CRAWLER_WORKER") or f"{socket.gethostname()}-{os.getpid()}"
+WORKER = worker_name_override() or f"{socket.gethostname()}-{os.getpid()}"
 
 
 def _name_forked_worker() -> None:
     """A forked child (fetch-urls --processes) is a worker of its own in the logs."""
     global WORKER
-    if not os.environ.get("MEDIA_CRAWLER_WORKER"):
+    if not worker_name_override():
         WORKER = f"{socket.gethostname()}-{os.getpid()}"
 
 

@@ -7,12 +7,11 @@ defaults as a crawl would, instead of refusing to answer.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from media_crawler.config import CONFIG_ENV, CrawlConfig, config_from_dict, load_config
+from media_crawler.config import CONFIG_ENV, CrawlConfig, config_from_dict, config_path_default, load_config
 from media_crawler.scrub import register_secret
 
 
@@ -27,7 +26,7 @@ def observed_config(explicit_path: str | None) -> CrawlConfig:
     if explicit_path:
         config = load_config(explicit_path)
     else:
-        candidate = Path(os.environ.get(CONFIG_ENV) or "sources.yaml")
+        candidate = Path(config_path_default())
         config = load_config(candidate) if candidate.is_file() else config_from_dict({})
     # A database error may quote the DSN; its password must not reach a probe's output.
     register_secret(_password(config.ledger_url))

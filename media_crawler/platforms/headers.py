@@ -2,8 +2,8 @@
 credentials named in settings (environment variable names, never values)."""
 from __future__ import annotations
 
-import os
 
+from media_crawler.config import environment_value
 from media_crawler.platforms.base import PlatformSettings
 
 # Bilibili and Weibo answer non-browser agents with risk-control pages.
@@ -21,4 +21,4 @@ def credential(settings: PlatformSettings, name: str, default_env: str) -> str |
     """The secret stored in the environment variable that `credential_env[name]`
     names (default `default_env`), or None when it is unset or empty."""
     env_name = settings.credential_env.get(name, default_env)
-    return os.environ.get(env_name) or None
+    return environment_value(env_name)

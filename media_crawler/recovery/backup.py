@@ -27,7 +27,6 @@ backup ran. Names and presence only, never a value.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -35,7 +34,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, func, inspect, select
 
-from media_crawler.config import CrawlConfig
+from media_crawler.config import CrawlConfig, environment_value
 from media_crawler.recovery.copying import (
     BlobCopy, copy_blobs, copy_tree_of_sqlite, is_postgres, pg_dump, sqlite_copy, sqlite_path,
 )
@@ -95,7 +94,7 @@ def installed_version(distribution: str) -> str | None:
         return None
 
 
-def credential_records(config: CrawlConfig, environ=os.environ) -> list[dict]:
+def credential_records(config: CrawlConfig, environ=None) -> list[dict]:
     """Every variable the crawl may read a credential from, by name.
 
     `needed`: a configured source's platform reads it; `named_in_config`:
@@ -109,7 +108,8 @@ def credential_records(config: CrawlConfig, environ=os.environ) -> list[dict]:
 
     def note(env: str, platform: str, named: bool) -> None:
         record = records.setdefault(env, {"env": env, "platforms": [], "needed": False, "named_in_config": False,
-                                          "set_when_backed_up": bool(environ.get(env))})
+                                          "set_when_backed_up": bool(environ.get(env) if environ is not None
+                                                                                else environment_value(env))})
         if platform not in record["platforms"]:
             record["platforms"].append(platform)
         record["needed"] = record["needed"] or platform in used

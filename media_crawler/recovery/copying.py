@@ -22,6 +22,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from media_crawler.config import environment_copy
 from media_crawler.store.cas import CHUNK
 
 
@@ -48,7 +49,7 @@ def sqlite_copy(source: Path, target: Path) -> None:
 def _libpq(url: str) -> tuple[str, dict[str, str]]:
     """(URL for pg_dump/pg_restore without driver or password, environment with PGPASSWORD)."""
     parsed = make_url(url)
-    env = dict(os.environ)
+    env = environment_copy()
     if parsed.password:
         env["PGPASSWORD"] = str(parsed.password)
     plain = parsed.set(drivername="postgresql", password=None)

@@ -35,7 +35,6 @@ What makes it trustworthy:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from contextlib import contextmanager
@@ -45,7 +44,7 @@ from pathlib import Path
 import yaml
 
 from media_crawler.dagster_home import INSTANCE_TEMPLATE
-from media_crawler.config import ConfigError
+from media_crawler.config import ConfigError, environment_value, set_environment
 from media_crawler.recovery import backup as layout
 from media_crawler.recovery.copying import copy_blobs, copy_tree_of_sqlite, pg_restore, sqlite_copy
 from media_crawler.recovery.dispatch import LOCATION_NAME, DispatchPause, pause_dispatch, resume_dispatch
@@ -196,8 +195,10 @@ def _write_summary(home: Path, summary: RestoreSummary) -> None:
     (home / RESTORE_FILE).write_text(json.dumps(asdict(summary), indent=2))
 
 
-def missing_credentials(names: list[str], environ=os.environ) -> list[str]:
-    return [name for name in names if not environ.get(name)]
+def missing_credentials(names: list[str], environ=None) -> list[str]:
+    """The names whose variable is unset or empty (in `environ`, default this process's)."""
+    present = environ.get if environ is not None else environment_value
+    return [name for name in names if not present(name)]
 
 
 # -- may this code read the backup? ------------------------------------------------
@@ -323,14 +324,11 @@ def _display(url: str) -> str:
 @contextmanager
 def _environment(name: str, value: str | None):
     """Set one environment variable for a block (when value is not None)."""
-    saved = os.environ.get(name)
+    saved = environment_value(name)
     if value is not None:
-        os.environ[name] = value
+        set_environment(name, value)
     try:
         yield
     finally:
         if value is not None:
-            if saved is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = saved
+            set_environment(name, saved)

@@ -10,7 +10,8 @@ from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus
 
 from media_crawler.commands.crawl import prepare_home
 from media_crawler.config import load_config
-from media_crawler.defs.celery import CELERY_CONFIG_ENV, CELERY_JOB_NAME
+from media_crawler.config import CELERY_CONFIG_ENV
+from media_crawler.defs.celery import CELERY_JOB_NAME
 from media_crawler.deploy.services import BIN, REPO_ROOT, WORKSPACE, ServiceGroup, dagster_env
 from media_crawler_tests.conftest import require_service, write_config
 from media_crawler_tests.production.conftest import (

@@ -5,12 +5,12 @@ import pytest
 import yaml
 from dagster import DagsterInstance
 
+from media_crawler.config import WORKERS_ENV
 from media_crawler.dagster_home import INSTANCE_TEMPLATE
 from media_crawler.commands.ui import apply_worker_plan
 from media_crawler.deploy.workers import (
     PLATFORM_TAG,
     RENDERED_MARKER,
-    WORKERS_ENV,
     WorkerPlan,
     plan_from_environment,
     render_instance_yaml,
@@ -86,7 +86,8 @@ def test_every_crawl_run_is_tagged_with_its_platform():
 
 def test_the_celery_job_takes_its_executor_settings_from_the_workers_yaml(tmp_path, monkeypatch):
     pytest.importorskip("dagster_celery", reason="the celery extra is not installed")
-    from media_crawler.defs.celery import CELERY_CONFIG_ENV, build_celery_crawl_job, celery_executor_config
+    from media_crawler.config import CELERY_CONFIG_ENV
+    from media_crawler.defs.celery import build_celery_crawl_job, celery_executor_config
     from media_crawler.shards import PartitionLayout
 
     settings = tmp_path / "celery.yaml"
