@@ -18,6 +18,7 @@ import yaml
 from media_crawler.deploy.services import REPO_ROOT, group_alive
 from media_crawler_tests.conftest import REQUIRE_SERVICES
 from media_crawler_tests.production.conftest import assert_store_sound, expected_blobs, free_port
+from media_crawler_tests.shard_support import demo_layout
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 
@@ -27,6 +28,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-dev-shm-usage"]
 DAY, SOURCE = "2026-11-27", "bilibili-12345"
+SHARD = demo_layout().shard_of(SOURCE)  # the partition holding it: the demo's only bilibili source
 LEAD_SCREENSHOT = Path("/tmp/mc-ui-screenshot.png")
 
 
@@ -109,8 +111,8 @@ def launch_partition_from_the_asset_graph(page, base_url: str, shots: Path) -> s
     day.fill(DAY)
     day.press("Enter")
     dialog.get_by_text("Select a partition or create one").click()
-    page.get_by_role("menuitem", name=re.compile(SOURCE)).click()
-    page.keyboard.press("Escape")  # closes the source menu, not the dialog
+    page.get_by_role("menuitem", name=re.compile(SHARD)).click()
+    page.keyboard.press("Escape")  # closes the shard menu, not the dialog
     launch = dialog.get_by_role("button", name="Launch 1 run")
     with page.expect_response(lambda r: "/graphql" in r.url and "LaunchPipelineExecution" in (r.request.post_data or "")) as answer:
         launch.click()
