@@ -121,6 +121,41 @@ POLICIES: dict[ErrorClass, ErrorPolicy] = {
 }
 
 
+# The one HTTP status -> class table, for media downloads and API answers alike.
+# (media, api): the class a status means on its own; None for an API answer means
+# "the platform's envelope decides" (Weibo's and Bilibili's 403 bodies carry codes
+# that say auth or rate limit). A media file has no envelope: its 403 is a signed URL
+# past its deadline, and any other 4xx means the file is not there.
+_STATUS_CLASSES: dict[int, tuple[ErrorClass, ErrorClass | None]] = {
+    401: (ErrorClass.AUTH, ErrorClass.AUTH),  # stops the platform
+    403: (ErrorClass.URL_EXPIRED, None),  # re-resolve, then retry
+    404: (ErrorClass.NOT_FOUND, ErrorClass.NOT_FOUND),
+    408: (ErrorClass.NETWORK_TIMEOUT, ErrorClass.NETWORK_TIMEOUT),
+    410: (ErrorClass.NOT_FOUND, ErrorClass.NOT_FOUND),
+    429: (ErrorClass.RATE_LIMITED, ErrorClass.RATE_LIMITED),
+}
+_SERVER_ERROR = (ErrorClass.HTTP_5XX, ErrorClass.HTTP_5XX)
+_OTHER_CLIENT_ERROR = (ErrorClass.NOT_FOUND, None)
+
+
+def status_error(status: int, where: str, *, api: bool, retry_after: float | None = None) -> "CrawlError | None":
+    """The error an HTTP status means by itself (None: a success, or an API answer whose
+    body must decide). A media download succeeds with 200 or 206 only: anything else
+    (a 204, a redirect left unfollowed) has no file in it. Retry-After travels with
+    every class that retries."""
+    if (200 <= status < 300) if api else status in (200, 206):
+        return None
+    if status >= 500:
+        media_class, api_class = _SERVER_ERROR
+    else:
+        media_class, api_class = _STATUS_CLASSES.get(status, _OTHER_CLIENT_ERROR)
+    error_class = api_class if api else media_class
+    if error_class is None:
+        return None
+    wait = retry_after if POLICIES[error_class].retryable else None
+    return CrawlError(error_class, where, retry_after=wait, http_status=status)
+
+
 def policy_for(error_class: ErrorClass | str) -> ErrorPolicy:
     return POLICIES[ErrorClass(error_class)]
 

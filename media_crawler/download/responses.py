@@ -19,7 +19,7 @@ from requests.sessions import merge_setting
 from requests.structures import CaseInsensitiveDict
 from requests.utils import get_netrc_auth
 
-from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.errors import CrawlError, ErrorClass, status_error
 from media_crawler.http import Timeouts, parse_retry_after, redact_url
 from media_crawler.net.policy import AddressRefused, UrlPolicy
 from media_crawler.net.redirects import get_following_redirects
@@ -193,24 +193,14 @@ def _environment_settings(session: requests.Session, url: str) -> tuple[dict, bo
 
 
 def raise_for_status(response: requests.Response, safe_url: str) -> None:
-    """Map an HTTP status that carries no usable body onto the error taxonomy."""
+    """Map an HTTP status that carries no usable body onto the error taxonomy (errors.py's table)."""
     status = response.status_code
     if status in (200, 206):
         return
     retry_after = parse_retry_after(response.headers.get("Retry-After"))
-    where = f"HTTP {status} from {safe_url}"
-    if status == 429:
-        raise CrawlError(ErrorClass.RATE_LIMITED, where, retry_after=retry_after, http_status=status)
-    if status == 403:
-        # Signed CDN URLs answer 403 once their deadline passes: re-resolve, then retry.
-        raise CrawlError(ErrorClass.URL_EXPIRED, where, http_status=status)
-    if status == 401:
-        raise CrawlError(ErrorClass.AUTH, where, http_status=status)  # errors.py: 401 stops the platform
-    if status == 408:
-        raise CrawlError(ErrorClass.NETWORK_TIMEOUT, where, retry_after=retry_after, http_status=status)
-    if status >= 500:
-        raise CrawlError(ErrorClass.HTTP_5XX, where, retry_after=retry_after, http_status=status)
-    raise CrawlError(ErrorClass.NOT_FOUND, where, http_status=status)  # 404, 410 and the rest
+    error = status_error(status, f"HTTP {status} from {safe_url}", api=False, retry_after=retry_after)
+    if error is not None:
+        raise error
 
 
 def parse_content_range(value: str | None) -> ContentRange | None:

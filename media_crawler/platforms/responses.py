@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.errors import CrawlError, ErrorClass, status_error
 from media_crawler.http import parse_retry_after
 from media_crawler.platforms.base import ApiResponse
 from media_crawler.platforms.safe_json import clean_text, loads, preview
@@ -45,17 +45,8 @@ def parse_error(platform: str, message: str, raw_body: Any = None, secrets: Iter
 def http_status_error(platform: str, response: ApiResponse) -> CrawlError | None:
     """The classes an HTTP status decides on its own, whatever the body says."""
     status = response.status
-    where = f"{platform} HTTP {status} from {response.url}"
-    if status == 429:
-        retry_after = parse_retry_after(header(response.headers, "Retry-After"))
-        return CrawlError(ErrorClass.RATE_LIMITED, where, http_status=status, retry_after=retry_after)
-    if 500 <= status <= 599:
-        return CrawlError(ErrorClass.HTTP_5XX, where, http_status=status)
-    if status == 401:
-        return CrawlError(ErrorClass.AUTH, where, http_status=status)
-    if status in (404, 410):
-        return CrawlError(ErrorClass.NOT_FOUND, where, http_status=status)
-    return None
+    return status_error(status, f"{platform} HTTP {status} from {response.url}", api=True,
+                        retry_after=parse_retry_after(header(response.headers, "Retry-After")))
 
 
 def decode_json(platform: str, response: ApiResponse, secrets: Iterable[str] = ()) -> Any:
