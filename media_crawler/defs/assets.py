@@ -124,6 +124,16 @@ def _discovery_metadata(found: ShardDiscovery) -> dict:
     return metadata
 
 
+def feed_retry_wait(found: ShardDiscovery, retry_number: int) -> float | None:
+    """Seconds before media_records walks its transiently failed feeds again: the longest
+    Retry-After a platform sent, else a doubling wait; None when nothing is to be retried
+    (no transient failure, or the step's retries are spent)."""
+    if not found.retryable or retry_number >= STEP_RETRY.max_retries:
+        return None
+    asked = found.retry_after_s()
+    return asked if asked is not None else FEED_RETRY_WAIT_S * (2 ** retry_number)
+
+
 @lru_cache(maxsize=16)
 def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
     """The four stage assets, partitioned by `layout` (one set per layout, cached)."""
@@ -142,12 +152,11 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
         """
         with _stage(context, crawler) as scope:
             found = discover_sources(scope.runtime, scope.sources, scope.window, run_id=context.run_id)
-        if found.retryable and context.retry_number < STEP_RETRY.max_retries:
+        wait = feed_retry_wait(found, context.retry_number)
+        if wait is not None:
             # Transient (rate limit, 5xx, network): walk those feeds again (only those:
             # the others are recorded as done in this run) after the time the platform asked for.
-            wait = found.retry_after_s()
-            raise RetryRequested(max_retries=STEP_RETRY.max_retries,
-                                 seconds_to_wait=wait if wait is not None else FEED_RETRY_WAIT_S * (2 ** context.retry_number))
+            raise RetryRequested(max_retries=STEP_RETRY.max_retries, seconds_to_wait=wait)
         return _result(found.report, **_discovery_metadata(found))
 
     @asset(partitions_def=partitions, group_name=GROUP, retry_policy=STEP_RETRY, deps=[media_records],
