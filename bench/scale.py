@@ -189,14 +189,26 @@ class RateSampler(threading.Thread):
                 pass
 
     def peaks(self) -> dict[str, int]:
+        """Requests in the busiest window of >= 1 s (the shortest such window between two samples)."""
         peaks: dict[str, int] = defaultdict(int)
+        self.excess: dict[str, float] = defaultdict(float)  # max of count - rate x window: must stay <= burst
+        self.longest_window = 0.0
         for i, (t, later) in enumerate(self.samples):
             for t0, earlier in self.samples[:i][::-1]:
                 if t - t0 >= 1.0:
+                    self.longest_window = max(self.longest_window, t - t0)
                     for name, count in later.items():
-                        peaks[name] = max(peaks[name], count - earlier.get(name, 0))
+                        done = count - earlier.get(name, 0)
+                        peaks[name] = max(peaks[name], done)
+                        self.excess[name] = max(self.excess[name], done - RATE * (t - t0))
                     break
         return dict(peaks)
+
+    def budget(self) -> dict:
+        self.peaks()
+        return dict(rate_excess_over_rate_x_window=dict(self.excess), rate_burst=BURST,
+                    rate_within_budget=all(v <= BURST for v in self.excess.values()),
+                    rate_longest_window_s=self.longest_window)
 
 
 def _per_platform(requests_by_prefix: dict) -> dict[str, int]:
@@ -475,7 +487,7 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
                       crawler_cpu_ms_per_item=(ms(cpu1 - cpu0) + backfill_cpu) / max(items, 1),
                       pg_backend_cpu_ms_per_item=ms(pg1 - pg0) / max(items, 1),
                       sim_cpu_ms_per_item=(sim_cpu1 - sim_cpu0) / max(items, 1),
-                      rate_peaks=rates.peaks(), **latency)
+                      rate_peaks=rates.peaks(), **rates.budget(), **latency)
         result.update(pg_figures(db, per_run, items))
         result.update(claim_query_timing(config_path, days))
         result["unfinished_query_ms"] = unfinished_sensor_query(config_path)
@@ -582,7 +594,8 @@ def crawl_row(name: str, spec: dict, workdir: Path) -> dict:
                       workers=1, runs=len(per_run), exit_status=os.waitstatus_to_exitcode(status),
                       statuses=sorted({r["status"] for r in per_run}),
                       crawler_cpu_ms_per_item=cpu_ms / max(items, 1),
-                      sim_cpu_ms_per_item=(sim_cpu1 - sim_cpu0) / max(items, 1), rate_peaks=rates.peaks(), **latency,
+                      sim_cpu_ms_per_item=(sim_cpu1 - sim_cpu0) / max(items, 1), rate_peaks=rates.peaks(), **rates.budget(),
+                      **latency,
                       event_log_rows_total=event_rows, event_log_rows_per_10k_items=event_rows * 10_000 / max(items, 1),
                       event_log_bytes_total=event_bytes, event_log_bytes_per_10k_items=event_bytes * 10_000 / max(items, 1),
                       ledger_rows=sum(latency["states"].values()), ledger_file_bytes=ledger_files,
