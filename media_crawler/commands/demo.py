@@ -18,7 +18,7 @@ import yaml
 from media_crawler.commands.home import ensure_dagster_home
 from media_crawler.config import HOME_ENV
 
-DEMO_TOKEN_ENV = "FB_ACCESS_TOKEN"
+DEMO_TOKEN_ENV = "FB_ACCESS_TOKEN"  # the demo token sim/builtin.py's Facebook part names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,11 @@ DEMO_START_DAY = "2026-11-20"
 
 
 def demo_sources(base_url: str) -> dict:
-    """The demo's sources.yaml: real adapters, API bases pointed at the simulator."""
+    """The demo's sources.yaml: real adapters, API bases pointed at the simulator. Every
+    registered platform's simulator part (sim/parts.py) adds its settings and sources."""
+    from media_crawler.sim.parts import simulator_parts
+
+    parts = simulator_parts()
     return {
         # The simulator's origin (host and port): its CDN paths are on 127.0.0.1, which
         # the URL policy refuses unless listed, and then only on the port listed.
@@ -39,22 +43,16 @@ def demo_sources(base_url: str) -> dict:
         # Six sources need few shards, and the simulated world's days begin 2026-11-25:
         # the UI lists the demo's partitions without a year of empty days (docs/SHARDS.md).
         "partitions": {"start_day": DEMO_START_DAY, "shards": 2},
-        "platforms": {
-            # mux off: the simulator's DASH tracks are valid ISO-BMFF boxes but hold no
-            # playable samples, so a real ffmpeg would have nothing to mux.
-            "bilibili": {"api_base": f"{base_url}/bilibili", "max_height": 1080, "mux": False},
-            "weibo": {"api_base": f"{base_url}/weibo-m", "extra_api_bases": {"ajax": f"{base_url}/weibo"}},
-            "facebook": {"api_base": f"{base_url}/facebook/v19.0", "credential_env": {"access_token": DEMO_TOKEN_ENV}},
-        },
-        "sources": [
-            {"bilibili": "user 12345"},
-            {"weibo": "user 678"},
-            {"weibo": "user 679", "api": "ajax"},
-            {"facebook": "page 42"},
-            {"facebook": "page 43"},
-            {"urls": f"{base_url}/urls/demo.json"},
-        ],
+        "platforms": {name: part.demo_settings(base_url) for name, part in parts.items() if part.demo_settings},
+        "sources": [source.as_entry(base_url) for part in parts.values() for source in part.demo_sources],
     }
+
+
+def demo_environment() -> dict[str, str]:
+    """Variables the demo sets when unset (a demo token no real platform would accept)."""
+    from media_crawler.sim.parts import simulator_parts
+
+    return {name: value for part in simulator_parts().values() for name, value in part.demo_environment}
 
 
 def start_simulator(port: int, seed: int):
@@ -79,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     home = Path(args.home).resolve()
     os.environ[HOME_ENV] = str(home)
     dagster_home = ensure_dagster_home(home)
-    os.environ.setdefault(DEMO_TOKEN_ENV, "demo-token-not-secret")
+    for name, value in demo_environment().items():
+        os.environ.setdefault(name, value)
     log_path = home / "demo" / "crawl.log.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # The JSON event stream (ours and Dagster's) goes to a file; the terminal gets the summary.
@@ -126,7 +125,9 @@ def _print_summary(home, dagster_home, config_path, log_path, outcome, before, a
     new_bytes = sum(after[name] for name in set(after) - set(before))
     out = sys.stdout
     print("\n== media-crawler demo ==", file=out)
-    for platform in ("bilibili", "weibo", "facebook", "urls"):
+    from media_crawler.models import platform_names
+
+    for platform in platform_names():
         kinds = ", ".join(f"{committed[(platform, k)]} {k}" for k in ("image", "video", "audio") if committed[(platform, k)])
         print(f"  {platform:<9} {kinds or 'nothing committed'}", file=out)
     print(f"  store: {len(after)} blobs, {sum(after.values()) / 1e6:.1f} MB in {home / 'store'}", file=out)

@@ -12,13 +12,13 @@ import os
 import sys
 
 from media_crawler.config import CONFIG_ENV
-from media_crawler.models import PLATFORMS
+from media_crawler.models import platform_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=os.environ.get(CONFIG_ENV, "sources.yaml"))
     parser.add_argument("--since", help="committed within this long (1h, 7d) or since an ISO date")
-    parser.add_argument("--platform", choices=PLATFORMS)
+    parser.add_argument("--platform", choices=platform_names())
     parser.add_argument("--out", help="write to this file instead of stdout")
 
 
