@@ -59,6 +59,10 @@ class Runtime:
             download_threads=threads,
         )
 
+    def close(self) -> None:
+        """Release what the runtime holds open (the HTTP connection pools)."""
+        self.session.close()
+
     @functools.cached_property
     def budget(self):
         from media_crawler.download.ratebudget import SharedRateBudget

@@ -64,7 +64,6 @@ class Drill:
 @pytest.fixture(scope="module")
 def drill(tmp_path_factory):
     import media_crawler.defs.assets as assets
-    from media_crawler.defs.resources import reset_runtimes
     from media_crawler.sim.server import Simulator
     from media_crawler.store.database import dispose_engines
 
@@ -94,7 +93,6 @@ def drill(tmp_path_factory):
         config = load_config(write_recovery_config(home, sim, sources))
         keys = {name: next(s.key for s in config.sources if s.key.startswith(name)) for name in (DOWN, LIMITED, HEALTHY)}
         ledger = Ledger(config.ledger_url)
-        reset_runtimes()
         try:
             set_outage(sim, "weibo", 500)
             set_outage(sim, "facebook", 429)
@@ -109,7 +107,6 @@ def drill(tmp_path_factory):
         yield Drill(sim=sim, config=config, ledger=ledger, instance=instance, keys=keys, outage=outage,
                     started=started, outage_ended=outage_ended, outage_scrape=outage_scrape,
                     outage_ledger=outage_ledger, home=home, patch=patch)
-        reset_runtimes()
         dispose_engines()
     sim.stop()
 
@@ -117,9 +114,7 @@ def drill(tmp_path_factory):
 @pytest.fixture(scope="module")
 def recovered(drill):
     """The platforms answer again: their partitions are crawled again and drain."""
-    from media_crawler.defs.resources import reset_runtimes
 
-    reset_runtimes()
     again = crawl(drill.config.path, [DAY], [drill.keys[DOWN], drill.keys[LIMITED]], instance=drill.instance)
     drill.recovery = again
     drill.recovery_scrape = generate_latest(ledger_registry(drill.ledger.engine, drill.config,

@@ -46,11 +46,12 @@ def weibo_media_requests(sim) -> int:
 
 
 def sensor_tick(instance, config_path, cursor):
-    context = build_sensor_context(instance=instance, cursor=cursor,
-                                   resources={"crawler": CrawlerResource(config_path=str(config_path))})
-    result = unfinished_sensor(config_path)(context)
+    with build_sensor_context(instance=instance, cursor=cursor,
+                              resources={"crawler": CrawlerResource(config_path=str(config_path))}) as context:
+        result = unfinished_sensor(config_path)(context)
+        cursor = context.cursor
     requests_ = [item for item in (result if isinstance(result, list) else []) if isinstance(item, RunRequest)]
-    return [split_partition_key(item.partition_key) for item in requests_], context.cursor
+    return [split_partition_key(item.partition_key) for item in requests_], cursor
 
 
 def test_a_platform_down_for_an_hour_neither_burns_retries_nor_blocks_others_and_drains_after(
