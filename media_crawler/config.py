@@ -24,9 +24,16 @@ from pathlib import Path
 from typing import Any, Mapping
 
 
-from media_crawler.models import PLATFORMS, Source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.models import Source
+from media_crawler.platform_spec import PlatformSettings, PlatformSpec, Setting
 from media_crawler.shards import PartitionLayout, layout_from_raw
+
+
+def _specs() -> Mapping[str, PlatformSpec]:
+    """The registered platforms (platforms/registry.py: built-in and entry points)."""
+    from media_crawler.platforms.registry import specs
+
+    return specs()
 
 CONFIG_ENV = "MEDIA_CRAWLER_CONFIG"
 HOME_ENV = "MEDIA_CRAWLER_HOME"
@@ -157,8 +164,15 @@ def load_config(path: str | os.PathLike | None = None) -> CrawlConfig:
 # `ledger:` for `ledger_url:` must not be ignored without a word).
 TOP_LEVEL_KEYS = frozenset({"sources", "platforms", "store", "ledger_url", "allow_hosts", "workers",
                             "max_item_bytes", "min_free_bytes", "partitions"})
+# The keys every platform takes (`platforms.<name>`); a platform's spec adds its own
+# (PlatformSpec.settings), and any other key is refused.
 PLATFORM_KEYS = frozenset({"api_base", "extra_api_bases", "media_hosts", "max_height", "codec_order",
                            "credential_env", "mux", "rate", "burst", "max_pages", "allow_unknown_formats"})
+
+
+def platform_keys(spec: PlatformSpec) -> frozenset[str]:
+    """What `platforms.<spec.name>` may hold: the shared keys and the spec's own."""
+    return PLATFORM_KEYS | {setting.name for setting in spec.settings}
 
 
 def _refuse_unknown(where: str, raw: Mapping[str, Any], known: frozenset[str], path: Path | None) -> None:
@@ -205,17 +219,18 @@ def config_from_dict(raw: Mapping[str, Any], path: Path | None = None) -> CrawlC
     platforms = raw.get("platforms") or {}
     if not isinstance(platforms, Mapping):
         raise ConfigError("'platforms' must map platform names to their settings")
-    unknown_platforms = sorted(str(name) for name in platforms if name not in PLATFORMS)
+    specs = _specs()
+    unknown_platforms = sorted(str(name) for name in platforms if name not in specs)
     if unknown_platforms:
         raise ConfigError(f"{path or 'the configuration'}: unknown platform(s) {', '.join(unknown_platforms)} "
-                          f"under 'platforms' (known: {', '.join(PLATFORMS)})")
+                          f"under 'platforms' (known: {', '.join(specs)})")
     base = path.parent.resolve() if path else Path.cwd()
     home = home_dir()
     store_root = _resolve(_text("store", raw.get("store")), base) or home / "store"
     ledger_url = os.environ.get(LEDGER_ENV) or _text("ledger_url", raw.get("ledger_url")) or f"sqlite:///{home / 'ledger.db'}"
     return CrawlConfig(
         sources=tuple(_parse_sources(raw.get("sources") or [])),
-        platforms={name: _platform_settings(name, platforms.get(name) or {}, path) for name in PLATFORMS},
+        platforms={name: _platform_settings(name, platforms.get(name) or {}, path, spec) for name, spec in specs.items()},
         store_root=store_root,
         ledger_url=ledger_url,
         allow_hosts=_host_entries("allow_hosts", raw.get("allow_hosts")),
@@ -246,16 +261,17 @@ def _parse_sources(entries: Any) -> list[Source]:
     if not isinstance(entries, list):
         raise ConfigError("'sources' must be a list such as '- bilibili: user 12345'")
     sources = []
+    specs = _specs()
     for entry in entries:
         if not isinstance(entry, Mapping):
             raise ConfigError(f"cannot read source entry {entry!r}")
-        platform_keys = [key for key in entry if key in PLATFORMS]
-        if len(platform_keys) != 1:
-            raise ConfigError(f"source entry {dict(entry)!r} must name exactly one of {', '.join(PLATFORMS)}")
-        platform = platform_keys[0]
+        named = [key for key in entry if key in specs]
+        if len(named) != 1:
+            raise ConfigError(f"source entry {dict(entry)!r} must name exactly one of {', '.join(specs)}")
+        platform = named[0]
         options = {key: value for key, value in entry.items() if key != platform}
         try:
-            sources.append(Source.parse(platform, entry[platform], options))
+            sources.append(specs[platform].parse_source(entry[platform], options))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     counts = Counter(source.key for source in sources)
@@ -287,12 +303,19 @@ def _flag(platform: str, key: str, value: Any) -> bool:
     return value
 
 
-def _platform_settings(name: str, raw: Mapping[str, Any], path: Path | None = None) -> PlatformSettings:
+def _platform_settings(
+    name: str, raw: Mapping[str, Any], path: Path | None = None, spec: PlatformSpec | None = None
+) -> PlatformSettings:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"platforms.{name} must be a mapping of settings")
-    _refuse_unknown(f"platforms.{name}", raw, PLATFORM_KEYS, path)
+    own = spec.settings if spec is not None else ()
+    _refuse_unknown(f"platforms.{name}", raw, PLATFORM_KEYS | {setting.name for setting in own}, path)
     where = f"platforms.{name}"
     options = {key: value for key, value in raw.items() if key in ("rate", "burst", "max_pages", "allow_unknown_formats")}
+    for setting in own:
+        value = _own_setting(f"{where}.{setting.name}", setting, raw.get(setting.name))
+        if value is not None:
+            options[setting.name] = value
     for key in ("rate", "burst"):
         if key in options:
             options[key] = _number(f"{where}.{key}", options[key])
@@ -317,3 +340,22 @@ def _platform_settings(name: str, raw: Mapping[str, Any], path: Path | None = No
         mux=_flag(name, "mux", raw.get("mux", True)),
         options=options,
     )
+
+
+def _own_setting(where: str, setting: Setting, value: Any) -> Any:
+    """A key the platform's spec declares, checked against its type (platform_spec.Setting)."""
+    if value is None:
+        return setting.default
+    if setting.type == "int":
+        return _int(where, value, setting.default, minimum=setting.minimum)
+    if setting.type == "number":
+        return _number(where, value)
+    if setting.type == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, not {value!r}")
+        return value
+    if setting.type == "text":
+        return _text(where, value)
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):  # names
+        raise ConfigError(f"{where} must be a list of names such as [a, b], not {value!r}")
+    return tuple(value)

@@ -1,13 +1,14 @@
 """The code location's entry point (workspace.yaml points here).
 
 The partitions come from the `partitions:` section of the code location's
-sources.yaml (MEDIA_CRAWLER_CONFIG), read once here when the code location
-loads; everything else is read by the resource when a run or tick needs it.
-Without a sources file the default layout applies (docs/SHARDS.md).
+sources.yaml (MEDIA_CRAWLER_CONFIG), read when Dagster loads the code location
+(`@definitions`: importing this module reads nothing); everything else is read
+by the resource when a run or tick needs it. Without a sources file the default
+layout applies (docs/SHARDS.md).
 """
 from __future__ import annotations
 
-from dagster import Definitions
+from dagster import Definitions, definitions
 
 from media_crawler.config import CrawlConfig, default_config_path, load_config
 from media_crawler.defs.assets import build_crawl_assets
@@ -41,4 +42,6 @@ def code_location_layout() -> PartitionLayout:
     return load_config(path).layout if path.exists() else PartitionLayout()
 
 
-defs = build_definitions(code_location_layout())
+@definitions
+def defs() -> Definitions:
+    return build_definitions(code_location_layout())

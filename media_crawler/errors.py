@@ -121,6 +121,26 @@ POLICIES: dict[ErrorClass, ErrorPolicy] = {
 }
 
 
+@dataclass(frozen=True)
+class AttemptLimits:
+    """How many times an item is tried, in one place for every stage.
+
+    in_step: downloads of one item inside one media_downloads step (its retries
+    sleep the class's backoff or the server's Retry-After between them);
+    per_item: downloads over all runs before a retryable item gives up (failed);
+    after_bad_bytes: tries of an item whose staged bytes failed verification
+    (hash, signature, decode) before it gives up: fewer, since a server that
+    sends the wrong bytes eight times will not send the right ones the ninth.
+    """
+
+    in_step: int = 4
+    per_item: int = 12
+    after_bad_bytes: int = 8
+
+
+ATTEMPTS = AttemptLimits()
+
+
 # The one HTTP status -> class table, for media downloads and API answers alike.
 # (media, api): the class a status means on its own; None for an API answer means
 # "the platform's envelope decides" (Weibo's and Bilibili's 403 bodies carry codes

@@ -6,14 +6,11 @@ expires within hours.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any, Mapping
 
-PLATFORMS = ("bilibili", "weibo", "facebook", "urls")
 KINDS = ("image", "video", "audio")
 
 
@@ -31,28 +28,31 @@ class Source:
 
     @property
     def key(self) -> str:
-        """The dynamic-partition key: short, stable, only [a-z0-9-]."""
-        if self.platform == "urls":
-            return "urls-" + hashlib.sha256(self.ident.encode()).hexdigest()[:10]
-        return f"{self.platform}-{re.sub(r'[^A-Za-z0-9]', '', self.ident)}"
+        """The dynamic-partition key: short, stable, only [a-z0-9-] (the platform's spec decides)."""
+        from media_crawler.platforms.registry import spec_for
+
+        return spec_for(self.platform).source_key(self)
 
     @classmethod
     def parse(cls, platform: str, spec: str, options: Mapping[str, Any] | None = None) -> "Source":
-        """`("bilibili", "user 12345")`, `("urls", "http://host/feed.json")`."""
-        platform = platform.strip().lower()
-        if platform not in PLATFORMS:
-            raise ValueError(f"unknown platform {platform!r}; expected one of {', '.join(PLATFORMS)}")
-        spec = str(spec).strip()
-        if platform == "urls":
-            return cls("urls", "feed", spec, dict(options or {}))
-        parts = spec.split()
-        if len(parts) == 1:
-            kind, ident = ("page" if platform == "facebook" else "user"), parts[0]
-        elif len(parts) == 2:
-            kind, ident = parts
-        else:
-            raise ValueError(f"cannot read source {platform}: {spec!r}; expected e.g. 'user 12345'")
-        return cls(platform, kind.lower(), ident, dict(options or {}))
+        """`("bilibili", "user 12345")`, `("urls", "http://host/feed.json")`: the platform's
+        spec (platform_spec.py) reads the entry; an unknown platform is a one-line ValueError."""
+        from media_crawler.platforms.registry import spec_for
+
+        return spec_for(platform.strip().lower()).parse_source(spec, options)
+
+
+def platform_names() -> tuple[str, ...]:
+    """Every registered platform (platforms/registry.py), built-in ones first."""
+    from media_crawler.platforms.registry import names
+
+    return names()
+
+
+def __getattr__(name: str):
+    if name == "PLATFORMS":  # the registered platforms, computed when asked (was a fixed tuple)
+        return platform_names()
+    raise AttributeError(name)
 
 
 @dataclass(frozen=True)

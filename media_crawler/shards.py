@@ -13,11 +13,11 @@ Partition counts per asset: platforms x shards x days since `start_day`.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Iterable, Mapping, Sequence
 
-from media_crawler.models import PLATFORMS, Source
+from media_crawler.models import Source, platform_names
 
 DEFAULT_SHARDS = 16
 # Fixed, so the day dimension never moves under an existing home; operators set their own.
@@ -31,7 +31,9 @@ class PartitionLayout:
     """The `partitions:` section of sources.yaml."""
 
     start_day: date = DEFAULT_START_DAY
-    shards: tuple[tuple[str, int], ...] = tuple((platform, DEFAULT_SHARDS) for platform in PLATFORMS)
+    # Every registered platform (platforms/registry.py), DEFAULT_SHARDS each.
+    shards: tuple[tuple[str, int], ...] = field(
+        default_factory=lambda: tuple((platform, DEFAULT_SHARDS) for platform in platform_names()))
 
     def shard_count(self, platform: str) -> int:
         return dict(self.shards).get(platform, DEFAULT_SHARDS)
@@ -75,12 +77,14 @@ def shard_platform(shard: str) -> str:
 
 def is_shard_key(text: str) -> bool:
     platform, mark, index = text.rpartition(_SHARD_MARK)
-    return bool(mark) and platform in PLATFORMS and index.isdigit()
+    return bool(mark) and platform in platform_names() and index.isdigit()
 
 
-def layout_from_raw(raw: object, platforms: Sequence[str] = PLATFORMS) -> PartitionLayout:
+def layout_from_raw(raw: object, platforms: Sequence[str] | None = None) -> PartitionLayout:
     """Parse `partitions: {start_day: 2026-01-01, shards: 16 | {bilibili: 32, ...}}`.
-    Raises ValueError with a one-line reason; config.py turns it into a ConfigError."""
+    Raises ValueError with a one-line reason; config.py turns it into a ConfigError.
+    `platforms`: the registered ones (platforms/registry.py) unless given."""
+    platforms = tuple(platform_names() if platforms is None else platforms)
     if raw is None:
         return PartitionLayout()
     if not isinstance(raw, Mapping):

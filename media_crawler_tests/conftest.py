@@ -51,12 +51,9 @@ def crawl_home(tmp_path, monkeypatch):
     monkeypatch.setenv("MEDIA_CRAWLER_HOME", str(home))
     monkeypatch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
     monkeypatch.setenv("FB_ACCESS_TOKEN", "test-token-FAKE9f8e7d6c")
-    from media_crawler.defs.resources import reset_runtimes
     from media_crawler.store.database import dispose_engines
 
-    reset_runtimes()
     yield home
-    reset_runtimes()
     dispose_engines()
 
 

@@ -73,3 +73,14 @@ def test_the_environment_is_read_in_config_and_cli_only():
                     and isinstance(node.value, ast.Name) and node.value.id == "os":
                 readers.append(f"{name}:{node.lineno}")
     assert readers == [], "read the environment through media_crawler/config.py"
+
+
+def test_no_platform_is_named_outside_its_package_and_the_simulator():
+    from media_crawler.platforms.registry import BUILTIN
+
+    # "urls" is also an ordinary word (an options key, a path segment): only the other three.
+    names = {module.rsplit(".", 1)[1] for module in BUILTIN} - {"urls"}
+    named = [f"{name}:{node.lineno}" for name, tree in modules()
+             if not name.startswith(("platforms/", "sim/"))
+             for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value in names]
+    assert named == [], "derive the platform from the registry (media_crawler/platforms/registry.py)"

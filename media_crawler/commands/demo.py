@@ -16,7 +16,7 @@ import yaml
 
 from media_crawler.dagster_home import ensure_dagster_home
 from media_crawler.config import HOME_ENV, default_environment, home_default, set_environment
-from media_crawler.sim.sources import DEMO_TOKEN_ENV, demo_sources
+from media_crawler.sim.sources import demo_environment, demo_sources
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", default=home_default(), help="where the store, ledger and Dagster home go")
@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     home = Path(args.home).resolve()
     set_environment(HOME_ENV, str(home))
     dagster_home = ensure_dagster_home(home)
-    default_environment(DEMO_TOKEN_ENV, "demo-token-not-secret")
+    for name, value in demo_environment().items():
+        default_environment(name, value)
     log_path = home / "demo" / "crawl.log.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # The JSON event stream (ours and Dagster's) goes to a file; the terminal gets the summary.
@@ -93,7 +94,9 @@ def _print_summary(home, dagster_home, config_path, log_path, outcome, before, a
     new_bytes = sum(after[name] for name in set(after) - set(before))
     out = sys.stdout
     print("\n== media-crawler demo ==", file=out)
-    for platform in ("bilibili", "weibo", "facebook", "urls"):
+    from media_crawler.models import platform_names
+
+    for platform in platform_names():
         kinds = ", ".join(f"{committed[(platform, k)]} {k}" for k in ("image", "video", "audio") if committed[(platform, k)])
         print(f"  {platform:<9} {kinds or 'nothing committed'}", file=out)
     print(f"  store: {len(after)} blobs, {sum(after.values()) / 1e6:.1f} MB in {home / 'store'}", file=out)

@@ -11,13 +11,13 @@ import json
 import sys
 
 from media_crawler.config import config_path_default
-from media_crawler.models import PLATFORMS
+from media_crawler.models import platform_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=config_path_default())
     parser.add_argument("--since", help="committed within this long (1h, 7d) or since an ISO date")
-    parser.add_argument("--platform", choices=PLATFORMS)
+    parser.add_argument("--platform", choices=platform_names())
     parser.add_argument("--out", help="write to this file instead of stdout")
 
 

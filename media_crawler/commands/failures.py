@@ -14,7 +14,7 @@ import json
 import sys
 import time
 
-from media_crawler.models import PLATFORMS
+from media_crawler.models import platform_names
 
 # The console script ends the process after the report without the interpreter's
 # teardown (cli.end_without_teardown: the ledger's connections are closed first):
@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_config_argument(parser)
     parser.add_argument("--since", help="only failures newer than this: 1h, 30m, 7d or an ISO date (default: all)")
-    parser.add_argument("--platform", choices=PLATFORMS)
+    parser.add_argument("--platform", choices=platform_names())
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT,
                         help=f"at most this many groups per section, the most recent (default {DEFAULT_LIMIT}; "

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import argparse
 
-from media_crawler.models import PLATFORMS
+from media_crawler.models import platform_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("platform", choices=PLATFORMS)
+    parser.add_argument("platform", choices=platform_names())
     parser.add_argument("files", nargs="+", help="saved API response bodies (JSON)")
 
 

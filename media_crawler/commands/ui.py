@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from media_crawler.commands.demo import start_simulator
-from media_crawler.sim.sources import DEMO_TOKEN_ENV, demo_sources
+from media_crawler.sim.sources import demo_environment, demo_sources
 from media_crawler.dagster_home import INSTANCE_TEMPLATE, ensure_dagster_home
 from media_crawler.config import HOME_ENV, environment_value, home_default, load_config, set_environment
 from media_crawler.deploy.workers import RENDERED_MARKER, WorkerPlan, render_instance_yaml
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
             say(f"keeping the hand-edited {dagster_home / 'dagster.yaml'} (run limits not rendered)")
         keys = register_partitions(config_path)
         env = dagster_env(dagster_home=dagster_home, config_path=config_path, media_home=home,
-                          extra={DEMO_TOKEN_ENV: environment_value(DEMO_TOKEN_ENV) or "demo-token-not-secret"})
+                          extra={name: environment_value(name) or value for name, value in demo_environment().items()})
         url = f"http://127.0.0.1:{args.port}"
         with ServiceGroup(env, log_dir=home / "ui") as services:
             daemon = services.start_daemon()

@@ -1,24 +1,27 @@
-"""The one resource the assets need: the crawl configuration and its runtime."""
+"""The one resource the assets need: the crawl configuration and its runtime.
+
+Dagster owns its lifetime: a runtime (ledger, store, HTTP session, rate budget) is
+built on first use inside one step or one sensor tick, and closed when Dagster tears
+the resource down after it. Nothing is cached across executions, so an edited
+sources.yaml (a new source, a new shard count) is read by the next step or tick,
+and tests need no reset. The file is read when the runtime is first asked for, not
+when the resource is set up: a sensor can then answer "sources file unreadable"
+instead of failing its tick.
+"""
 from __future__ import annotations
 
-import os
-import threading
-
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import PrivateAttr
 
 from media_crawler.config import CrawlConfig, config_path_default, load_config
 from media_crawler.pipeline.runtime import Runtime
 
-# By path and the file's version: an edited sources.yaml (a new source, a new shard
-# count) is read again by the next step or tick of a long-lived process.
-_RUNTIMES: dict[tuple[str, int, int], Runtime] = {}
-_LOCK = threading.Lock()
-
 
 class CrawlerResource(ConfigurableResource):
-    """Points at sources.yaml; builds (once per process) the ledger, store and clients."""
+    """Points at sources.yaml (default $MEDIA_CRAWLER_CONFIG, else ./sources.yaml)."""
 
     config_path: str = ""
+    _runtime: Runtime | None = PrivateAttr(default=None)
 
     def resolved_path(self) -> str:
         return self.config_path or config_path_default()
@@ -27,21 +30,11 @@ class CrawlerResource(ConfigurableResource):
         return load_config(self.resolved_path())
 
     def runtime(self) -> Runtime:
-        path = os.path.abspath(self.resolved_path())
-        try:
-            stat = os.stat(path)
-            key = (path, stat.st_mtime_ns, stat.st_size)
-        except OSError:
-            key = (path, 0, 0)  # load_config says what is wrong with it
-        with _LOCK:
-            if key not in _RUNTIMES:
-                for stale in [other for other in _RUNTIMES if other[0] == path]:
-                    del _RUNTIMES[stale]
-                _RUNTIMES[key] = Runtime.from_config(load_config(path))
-            return _RUNTIMES[key]
+        if self._runtime is None:
+            self._runtime = Runtime.from_config(self.load())
+        return self._runtime
 
-
-def reset_runtimes() -> None:
-    """Tests build many configurations in one process."""
-    with _LOCK:
-        _RUNTIMES.clear()
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._runtime is not None:
+            self._runtime.close()
+            self._runtime = None

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from media_crawler.config import dagster_home_env, environment_value
-from media_crawler.models import PLATFORMS
+from media_crawler.models import platform_names
 from media_crawler.observe.ledger_stats import DELAY_BUCKETS, DELAY_WINDOW_S, _round, percentile
 
 PLATFORM_TAG = "media_crawler/platform"  # deploy/workers.py
@@ -318,7 +318,7 @@ def run_platform(tags: dict[str, str]) -> str:
     if not platform:
         source = tags.get(SOURCE_TAG) or (tags.get(PARTITION_TAG) or "").split("|")[-1]
         platform = source.split("-", 1)[0]
-    return platform if platform in PLATFORMS else "other"
+    return platform if platform in platform_names() else "other"
 
 
 def _epoch(value: datetime | float | None) -> float | None:

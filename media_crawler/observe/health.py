@@ -24,7 +24,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from media_crawler.config import CrawlConfig
-from media_crawler.models import PLATFORMS
+from media_crawler.models import platform_names
 from media_crawler.observe import ledger_stats
 from media_crawler.scrub import scrub_text
 from media_crawler.observe.status import disk_usage
@@ -131,7 +131,7 @@ def _platform_outages(engine: Engine, now: float) -> dict[str, Any]:
     from media_crawler.observe.logging import utc_timestamp
 
     def check() -> dict[str, Any]:
-        outage = ledger_stats.platform_outage(engine, now, PLATFORMS)
+        outage = ledger_stats.platform_outage(engine, now, platform_names())
         return {name: {"state": entry["outage_state"], "since": utc_timestamp(entry["outage_since"]),
                        "failure_ratio_1h": entry["failure_ratio_1h"]}
                 for name, entry in outage.items() if entry["outage_state"] != "ok"}
@@ -145,7 +145,7 @@ def _platform_outages(engine: Engine, now: float) -> dict[str, Any]:
 
 
 def _no_auth_failures(engine: Engine, now: float) -> str:
-    health = ledger_stats.platform_health(engine, now, PLATFORMS)
+    health = ledger_stats.platform_health(engine, now, platform_names())
     failing = sorted(name for name, entry in health.items() if entry["auth_failures_1h"])
     if failing:
         raise CheckFailed(", ".join(f"{name} ({health[name]['auth_failures_1h']} in the last hour)" for name in failing))

@@ -394,8 +394,9 @@ def platform_outage(engine: Engine, now: float, platforms: tuple[str, ...]) -> d
     committed = (select(_unindexed(T.c.platform), func.coalesce(func.sum(case((downloaded_here, 1), else_=0)), 0),
                         func.max(case((downloaded_here, T.c.finished_at), else_=null())))
                  .where(T.c.committed_at >= since).group_by(_unindexed(T.c.platform)))
-    feed_ok = (select(F.c.platform, func.count(), func.max(F.c.resolved_at)).where(F.c.resolved_at >= since)
-               .group_by(F.c.platform))
+    # Page errors a later walk resolved (an item error is resolved by every walk: no sign of health).
+    feed_ok = (select(F.c.platform, func.count(), func.max(F.c.resolved_at))
+               .where(F.c.resolved_at >= since, F.c.item_id.is_(None)).group_by(F.c.platform))
     with engine.connect() as conn:
         for query in (downloaded, committed, feed_ok):
             for platform, count, last in conn.execute(query):

@@ -27,7 +27,7 @@ from prometheus_client.utils import floatToGoString
 from sqlalchemy.engine import Engine
 
 from media_crawler.config import CrawlConfig
-from media_crawler.models import PLATFORMS
+from media_crawler.models import platform_names
 from media_crawler.observe import ledger_stats
 from media_crawler.observe.status import disk_usage
 
@@ -169,7 +169,7 @@ class LedgerCollector(Collector):
         yield uncertain_age
 
     def _platforms(self, now: float) -> Iterator[Metric]:
-        health = ledger_stats.platform_health(self.engine, now, PLATFORMS)
+        health = ledger_stats.platform_health(self.engine, now, platform_names())
         limited = GaugeMetricFamily(f"{PREFIX}_platform_rate_limited",
                                     "1 while the platform rate-limits us (errors in the last hour or budget slowed).",
                                     labels=["platform"])

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
-from media_crawler.models import PLATFORMS
+from media_crawler.models import platform_names
 from media_crawler.observe.events import CORRELATION_KEYS, current_correlation
 from media_crawler.observe.logging import LOG_LAG
 
@@ -176,7 +176,7 @@ def platform_of_partition(partition: str | None) -> str | None:
     if not partition:
         return None
     platform = str(partition).split("|")[-1].split("-", 1)[0]
-    return platform if platform in PLATFORMS else None
+    return platform if platform in platform_names() else None
 
 
 def is_terminal(stream) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy.engine import Engine, make_url
 
 from media_crawler.config import CrawlConfig
-from media_crawler.models import PLATFORMS
+from media_crawler.models import platform_names
 from media_crawler.observe import ledger_stats
 from media_crawler.observe.logging import utc_timestamp
 from media_crawler.scrub import scrub_text
@@ -42,7 +42,7 @@ def build_status(engine: Engine, config: CrawlConfig, now: float, *, instance=No
     last_hour = ledger_stats.committed_totals(engine, since=now - ledger_stats.HOUR_S)
     items_1h = sum(entry["items"] for entry in last_hour.values())
     bytes_1h = sum(entry["bytes"] for entry in last_hour.values())
-    health = ledger_stats.platform_health(engine, now, PLATFORMS)
+    health = ledger_stats.platform_health(engine, now, platform_names())
     leases = ledger_stats.expired_leases(engine, now)
     feed_errors = ledger_stats.unresolved_feed_errors(engine)
     binding = ledger_stats.binding_budgets(engine, now)

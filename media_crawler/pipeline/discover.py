@@ -106,9 +106,11 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
         report.extra["items_requeued"] = report.extra.get("items_requeued", 0) + summary.requeued
         batch.clear()
 
+    item_errors: list[ItemError] = []
     try:
         for item in adapter.iter_records(source, window, runtime.ledger):
             if isinstance(item, ItemError):
+                item_errors.append(item)
                 report.add_failure(item.item_id or source.key, item.error_class, item.message, "gone")
                 log_item(stage="fetch", platform=source.platform, canonical_url=item.item_id or "",
                          outcome="failed", error_class=item.error_class, message=item.message, source=source.key,
@@ -127,7 +129,10 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
                  error_class=error.error_class.value, platform_code=error.platform_code, message=error.message,
                  duration_ms=(time.monotonic() - started) * 1000, source=source.key, day=day)
         raise
+    # The walk read every page: its page errors are over, and the items it could not
+    # read are the ones `failures` shows now (those of earlier walks are resolved).
     runtime.ledger.resolve_feed_errors(source_key=source.key, day=day)
+    runtime.ledger.record_item_errors(source_key=source.key, day=day, errors=item_errors, run_id=run_id)
     report.durations_ms.append((time.monotonic() - started) * 1000)
     log_item(stage="fetch", platform=source.platform, canonical_url=source.key, outcome="ok",
              duration_ms=report.durations_ms[0], source=source.key, day=day, items_new=report.new,

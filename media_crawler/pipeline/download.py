@@ -21,6 +21,7 @@ from media_crawler.download.fetcher import DownloadResult
 from media_crawler.download.pool import run_bounded
 from media_crawler.download.fetcher import body_limit
 from media_crawler.download.retry import AttemptReport, download_with_retries
+from media_crawler import errors
 from media_crawler.errors import CrawlError, ErrorClass, policy_for
 from media_crawler.http import Timeouts
 from media_crawler.models import DayWindow, Source
@@ -39,9 +40,6 @@ from media_crawler.recovery.staging import remove_committed_staging
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, Ledger, Task
 
 LEASE_S = 120.0
-IN_STEP_ATTEMPTS = 4
-# Across runs: after this many attempts in total, a retryable item gives up (state failed).
-MAX_TOTAL_ATTEMPTS = 12
 # Delay before a later run retries an item that exhausted its in-step attempts.
 CROSS_RUN_BACKOFF_CAP_S = 1800.0
 # Ledger writes are batched (one transaction per batch, not per file), but never held
@@ -221,7 +219,7 @@ def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: d
             url_policy=runtime.media_policy(task.platform, source.ident if source else None),
             headers=adapter.download_headers(record), timeouts=Timeouts(), validator=task.etag,
             platform=task.platform, budget=runtime.budget, resolve=resolve if task.resolve_ref else None,
-            max_attempts=IN_STEP_ATTEMPTS, on_attempt=on_attempt, sleep=sleep,
+            max_attempts=errors.ATTEMPTS.in_step, on_attempt=on_attempt, sleep=sleep,
         )
         error = None
         crash_point(AFTER_PART_WRITE)
@@ -272,7 +270,7 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
         return (task.id, None, {"state": DISCOVERED, "lease_owner": None, "lease_expires_at": None,
                                 **halted_values(error)})
     retry_at = None
-    if error.policy.retryable and item.attempts < MAX_TOTAL_ATTEMPTS:
+    if error.policy.retryable and item.attempts < errors.ATTEMPTS.per_item:
         delay = policy_for(error.error_class).backoff(item.attempts, error.retry_after)
         retry_at = time.time() + min(CROSS_RUN_BACKOFF_CAP_S, max(delay, 2.0 ** min(item.attempts, 10)))
     values = {**Ledger.failed(error, item.attempts, retry_at), "etag": item.validator}

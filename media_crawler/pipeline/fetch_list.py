@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager
 
 from media_crawler.config import CrawlConfig
+from media_crawler import errors
 from media_crawler.errors import CrawlError
 from media_crawler.http import make_session
 from media_crawler.models import DayWindow, Source
@@ -30,7 +31,7 @@ from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import ItemOutcome, download_partition
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.shard_processes import ShardProcesses
-from media_crawler.pipeline.verify_commit import MAX_TOTAL_ATTEMPTS, commit_partition, verify_partition
+from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
 from media_crawler.crashpoints import AFTER_LINK_BEFORE_LEDGER, AFTER_VERIFY, crash_point
 from media_crawler.store.ledger import CLAIM_LIMIT, COMMITTED, FINISHED_STATES, Ledger
 from media_crawler.verify.verify import verify_file
@@ -158,7 +159,7 @@ def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> StagedOutcome:
     except CrawlError as error:
         part.unlink(missing_ok=True)
         attempts = item.attempts + 1
-        retry_at = time.time() if error.policy.retryable and attempts < MAX_TOTAL_ATTEMPTS else None
+        retry_at = time.time() if error.policy.retryable and attempts < errors.ATTEMPTS.after_bad_bytes else None
         values = Ledger.failed(error, attempts, retry_at)
         return StagedOutcome(values, [dict(
             where, stage="verify", outcome="failed", error_class=error.error_class.value, message=error.message,

@@ -13,10 +13,22 @@ from media_crawler.platforms.base import PlatformAdapter
 from media_crawler.store.cas import BlobStore
 from media_crawler.store.ledger import Ledger
 
-# Requests per second and burst per platform: conservative defaults that keep
-# a crawl below the platforms' published throttles. A plain URL list has no
-# platform to protect, so it is unlimited unless `platforms.urls.rate` is set.
-DEFAULT_RATES = {"bilibili": (5.0, 10.0), "weibo": (3.0, 6.0), "facebook": (5.0, 10.0)}
+
+
+def default_rates() -> dict[str, tuple[float, float]]:
+    """Requests per second and burst per registered platform: its spec's rate, kept below
+    the platform's published throttles, or platform_spec.CONSERVATIVE_RATE when it names
+    none. Only a spec that says `unlimited=True` (plain URL lists: no platform to protect)
+    has no budget unless `platforms.<name>.rate` is set."""
+    from media_crawler.platforms.registry import specs
+
+    return {name: rate for name, spec in specs().items() if (rate := spec.default_rate()) is not None}
+
+
+def __getattr__(name: str):
+    if name == "DEFAULT_RATES":  # was a fixed dict of the built-in platforms
+        return default_rates()
+    raise AttributeError(name)
 
 
 @dataclass
@@ -47,11 +59,15 @@ class Runtime:
             download_threads=threads,
         )
 
+    def close(self) -> None:
+        """Release what the runtime holds open (the HTTP connection pools)."""
+        self.session.close()
+
     @functools.cached_property
     def budget(self):
         from media_crawler.download.ratebudget import SharedRateBudget
 
-        rates = dict(DEFAULT_RATES)
+        rates = default_rates()
         for name, settings in self.config.platforms.items():
             if "rate" in settings.options:
                 rates[name] = (float(settings.options["rate"]), float(settings.options.get("burst", settings.options["rate"])))
@@ -64,17 +80,19 @@ class Runtime:
         return RequestsTransport(session=self.session, policy_for=self.api_policy, before_request=self.budget.acquire,
                                  after_response=self._heed_usage_headers)
 
-    def _heed_usage_headers(self, platform: str, response) -> None:
-        """Facebook reports how close we are to its limits on every answer:
-        slow the shared budget before it starts refusing, not after."""
-        if platform != "facebook":
-            return
-        from media_crawler.platforms.facebook.usage import SLOWDOWN_FROM, usage_from_headers
+    @functools.cached_property
+    def _response_hooks(self) -> dict:
+        from media_crawler.platforms.registry import specs
 
-        usage = usage_from_headers(response.headers)
-        if usage is not None and usage.pressure > SLOWDOWN_FROM:
-            factor = max(0.1, 1.0 - usage.pressure / 100.0)
-            self.budget.penalize(platform, factor=factor, seconds=max(60.0, usage.delay_s))
+        return {name: spec.load("on_response") for name, spec in specs().items() if spec.on_response is not None}
+
+    def _heed_usage_headers(self, platform: str, response) -> None:
+        """The platform's response hook (`PlatformSpec.on_response`), after every API answer:
+        Facebook reports how close we are to its limits, and slows the shared budget
+        before it starts refusing, not after."""
+        hook = self._response_hooks.get(platform)
+        if hook is not None:
+            hook(self.budget, platform, response)
 
     def adapter(self, platform: str) -> PlatformAdapter:
         adapter = self._adapters.get(platform)
@@ -91,16 +109,16 @@ class Runtime:
 
     def media_policy(self, platform: str, source_ident: str | None = None) -> UrlPolicy:
         """Where media for this platform may be fetched from (checked on every redirect hop):
-        its CDN patterns, `media_hosts` and `allow_hosts`; for a plain URL list, any
-        public host too. Worked out once per platform: the configuration never changes
+        its spec's CDN patterns, `media_hosts` and `allow_hosts` (a plain URL list's
+        spec names any public host). Worked out once per platform: the configuration never changes
         under a runtime. (`source_ident` is kept for callers; no policy depends on it.)"""
         policy = self._policies.get(("media", platform))
         if policy is None:
-            adapter_cls = type(self.adapter(platform))
-            entries = [*adapter_cls.default_media_hosts, *self.config.settings_for(platform).media_hosts,
+            from media_crawler.platforms.registry import spec_for
+
+            # The spec's hosts ("*": any public host, as a plain URL list's spec says).
+            entries = [*spec_for(platform).media_hosts, *self.config.settings_for(platform).media_hosts,
                        *self.config.allow_hosts]
-            if platform == "urls":
-                entries.append("*")
             policy = self._policies[("media", platform)] = UrlPolicy.from_entries(entries)
         return policy
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from media_crawler import errors
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow
 from media_crawler.observe.events import log_item
@@ -22,7 +23,6 @@ from media_crawler.recovery.liveness import lease_owner
 from media_crawler.verify.verify import verify_file
 from media_crawler.store.ledger import DISCOVERED, DOWNLOADED, VERIFIED, Ledger, Task
 
-MAX_TOTAL_ATTEMPTS = 8
 
 
 def verify_partition(runtime: Runtime, source: Sources, window: DayWindow | None) -> StageReport:
@@ -54,7 +54,7 @@ def _verify(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
         except CrawlError as error:
             part.unlink(missing_ok=True)
             attempts = task.attempts + 1
-            retry_at = time.time() if error.policy.retryable and attempts < MAX_TOTAL_ATTEMPTS else None
+            retry_at = time.time() if error.policy.retryable and attempts < errors.ATTEMPTS.after_bad_bytes else None
             values = Ledger.failed(error, attempts, retry_at)
             changes.append((task.id, None, values))
             report.add_failure(task.canonical_url, error.error_class.value, error.message, values["state"])

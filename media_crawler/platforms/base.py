@@ -9,10 +9,11 @@ used by `media-crawler normalize`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator, Mapping, Protocol
 
 from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
+from media_crawler.platform_spec import PlatformSettings as _PlatformSettings
 
 
 @dataclass(frozen=True)
@@ -41,26 +42,8 @@ class ApiTransport(Protocol):
     ) -> ApiResponse: ...
 
 
-@dataclass(frozen=True)
-class PlatformSettings:
-    """Per-platform settings from sources.yaml (`platforms:` section).
-
-    api_base: the platform's API root (simulator, proxy or mirror in tests);
-    extra_api_bases: further roots a platform needs (Weibo's m. and ajax APIs);
-    media_hosts: host patterns media may be fetched from (`*.hdslb.com`);
-    credentials are names of environment variables, never values;
-    mux: also commit a muxed MP4 of a DASH video's video and audio tracks
-    when ffmpeg is on PATH (pipeline/mux_tracks.py).
-    """
-
-    api_base: str | None = None
-    extra_api_bases: Mapping[str, str] = field(default_factory=dict)
-    media_hosts: tuple[str, ...] = ()
-    max_height: int = 1080
-    codec_order: tuple[str, ...] = ("avc", "hevc", "av1")
-    credential_env: Mapping[str, str] = field(default_factory=dict)
-    mux: bool = True
-    options: Mapping[str, Any] = field(default_factory=dict)
+# The settings schema lives in platform_spec.py, where config.py and the platforms both use it.
+PlatformSettings = _PlatformSettings
 
 
 class PlatformAdapter(ABC):

@@ -1,23 +1,88 @@
-"""Platform name → adapter class; the one place the pipeline builds adapters."""
+"""The platforms this process knows: the built-in specs plus third-party ones.
+
+A platform is a package exporting `SPEC = PlatformSpec(...)` (platform_spec.py). The
+built-in four are listed here; any installed distribution adds one through the
+entry-point group `media_crawler.platforms`:
+
+    [project.entry-points."media_crawler.platforms"]
+    instagram = "mc_instagram:SPEC"
+
+Everything that lists platforms (models.platform_names, config.py, shards.py, the
+rate budget, `normalize`, the demo, the simulator) asks `specs()`. The answer is
+cached; `clear_cache()` forgets it (tests that add a distribution to sys.path).
+"""
 from __future__ import annotations
 
-from media_crawler.platforms.base import ApiTransport, PlatformAdapter, PlatformSettings
-from media_crawler.platforms.bilibili.client import BilibiliAdapter
-from media_crawler.platforms.facebook.client import FacebookAdapter
-from media_crawler.platforms.urls.client import UrlsAdapter
-from media_crawler.platforms.weibo.client import WeiboAdapter
+import functools
+import importlib
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
 
-ADAPTERS: dict[str, type[PlatformAdapter]] = {
-    "bilibili": BilibiliAdapter,
-    "weibo": WeiboAdapter,
-    "facebook": FacebookAdapter,
-    "urls": UrlsAdapter,
-}
+from media_crawler.platform_spec import PlatformSpec
+
+if TYPE_CHECKING:
+    from media_crawler.platforms.base import ApiTransport, PlatformAdapter, PlatformSettings
+
+ENTRY_POINT_GROUP = "media_crawler.platforms"
+# Order matters: it is the order of the default shard layout, the demo and the simulator's world.
+BUILTIN = (
+    "media_crawler.platforms.bilibili",
+    "media_crawler.platforms.weibo",
+    "media_crawler.platforms.facebook",
+    "media_crawler.platforms.urls",
+)
 
 
-def build_adapter(platform: str, settings: PlatformSettings, transport: ApiTransport) -> PlatformAdapter:
+class RegistryError(ValueError):
+    """A third-party platform that cannot be loaded, or that clashes with another one."""
+
+
+@functools.lru_cache(maxsize=1)
+def specs() -> dict[str, PlatformSpec]:
+    """name -> spec: the built-in platforms first, then entry points sorted by name."""
+    found: dict[str, PlatformSpec] = {}
+    for module in BUILTIN:
+        spec = importlib.import_module(module).SPEC
+        found[spec.name] = spec
+    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: (ep.name, ep.value)):
+        try:
+            spec = point.load()
+        except Exception as exc:  # a broken plug-in must say which one, in one line
+            raise RegistryError(f"platform entry point {point.name} = {point.value} cannot be loaded: "
+                                f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(spec, PlatformSpec):
+            raise RegistryError(f"platform entry point {point.name} = {point.value} is not a PlatformSpec")
+        if spec.name != point.name:
+            raise RegistryError(f"platform entry point {point.name} names a spec called {spec.name!r}")
+        if spec.name in found:
+            if found[spec.name] is spec:
+                continue  # the same distribution found twice on sys.path
+            raise RegistryError(f"platform {spec.name!r} is registered twice ({point.value})")
+        found[spec.name] = spec
+    return found
+
+
+def clear_cache() -> None:
+    specs.cache_clear()
+
+
+def names() -> tuple[str, ...]:
+    return tuple(specs())
+
+
+def spec_for(platform: str) -> PlatformSpec:
+    """The spec of a registered platform; ValueError in one line otherwise."""
     try:
-        adapter_class = ADAPTERS[platform]
+        return specs()[platform]
     except KeyError:
-        raise ValueError(f"unknown platform {platform!r}; expected one of {', '.join(ADAPTERS)}") from None
-    return adapter_class(settings, transport)
+        raise ValueError(f"unknown platform {platform!r}; expected one of {', '.join(specs())}") from None
+
+
+def build_adapter(platform: str, settings: "PlatformSettings", transport: "ApiTransport") -> "PlatformAdapter":
+    return spec_for(platform).load("adapter")(settings, transport)
+
+
+def __getattr__(name: str):
+    if name == "ADAPTERS":  # name -> adapter class, as before the registry (imports every adapter)
+        return {spec.name: spec.load("adapter") for spec in specs().values()}
+    raise AttributeError(name)

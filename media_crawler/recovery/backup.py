@@ -47,11 +47,22 @@ DAGSTER_DIR, DAGSTER_PGDUMP = "dagster_home", "dagster.pgdump"
 STORE_DIR, CONFIG_COPY = "store", "sources.yaml"
 FORMAT = 2  # 2: versions and credential names
 PROJECT = "media-crawler"
-# The credential each adapter reads: platform -> (credential_env key, default variable),
-# as platforms/<p>/client.py call platforms/headers.py `credential(settings, key, default)`
-# (the defaults are scrub.DEFAULT_CREDENTIAL_ENVS; a test keeps the two in step).
-ADAPTER_CREDENTIALS = {"bilibili": ("sessdata", "BILIBILI_SESSDATA"), "facebook": ("access_token", "FB_ACCESS_TOKEN"),
-                       "weibo": ("cookie", "WEIBO_COOKIE")}
+
+
+def adapter_credentials() -> dict[str, tuple[str, str]]:
+    """The credential each adapter reads: platform -> (credential_env key, default variable),
+    from its spec's `credential` (platform_spec.py), as platforms/<p>/client.py call
+    platforms/headers.py `credential(settings, key, default)` (the built-in defaults are
+    scrub.DEFAULT_CREDENTIAL_ENVS; a test keeps the two in step)."""
+    from media_crawler.platforms.registry import specs
+
+    return {name: spec.credential for name, spec in specs().items() if spec.credential is not None}
+
+
+def __getattr__(name: str):
+    if name == "ADAPTER_CREDENTIALS":
+        return adapter_credentials()
+    raise AttributeError(name)
 
 
 @dataclass
@@ -115,11 +126,12 @@ def credential_records(config: CrawlConfig, environ=None) -> list[dict]:
         record["needed"] = record["needed"] or platform in used
         record["named_in_config"] = record["named_in_config"] or named
 
+    credentials = adapter_credentials()
     for platform, settings in sorted(config.platforms.items()):
         for _key, env in sorted(settings.credential_env.items()):
             note(env, platform, named=True)
-        if platform in ADAPTER_CREDENTIALS:
-            key, default = ADAPTER_CREDENTIALS[platform]
+        if platform in credentials:
+            key, default = credentials[platform]
             if key not in settings.credential_env:
                 note(default, platform, named=False)
     return [records[name] for name in sorted(records)]

@@ -6,18 +6,14 @@ import time
 from typing import Callable
 
 from media_crawler.sim.api import Api
-from media_crawler.sim.api.bilibili import BilibiliApi
 from media_crawler.sim.api.control import ControlApi
-from media_crawler.sim.api.facebook import FacebookApi
 from media_crawler.sim.api.media import MediaFiles
-from media_crawler.sim.api.urls import UrlFeedsApi
-from media_crawler.sim.api.weibo_ajax import WeiboAjaxApi
-from media_crawler.sim.api.weibo_mobile import WeiboMobileApi
 from media_crawler.sim.cdn import DEFAULT_URL_LIFETIME_S, CdnRules
 from media_crawler.sim.echo import ECHOING_PREFIXES, EchoProfile
 from media_crawler.sim.exchange import Request, Response, json_response, not_found
 from media_crawler.sim.stats import RequestStats
-from media_crawler.sim.world import DEMO_SOURCES, World
+from media_crawler.sim.parts import simulator_parts
+from media_crawler.sim.world import World
 
 
 class SimulatorApp:
@@ -37,12 +33,12 @@ class SimulatorApp:
         self.cdn = CdnRules(world.seeded.secret("cdn"), url_lifetime_s, clock or time.time)
         self.fault_book = world.fault_book(fault_rate)
         self.stats = RequestStats()
+        # Every registered platform's routes (its spec's simulator part, sim/parts.py), in
+        # registry order; a generated world (sim/scale/) only mounts parts that serve one.
+        platform_apis = tuple(api for part in simulator_parts().values()
+                              if part.generated or not world.is_generated for api in part.apis(world, self.cdn))
         self.apis: tuple[Api, ...] = (
-            BilibiliApi(world, self.cdn),
-            WeiboMobileApi(world, self.cdn),
-            WeiboAjaxApi(world, self.cdn),
-            FacebookApi(world, self.cdn),
-            UrlFeedsApi(world),
+            *platform_apis,
             MediaFiles(world, self.cdn, self.fault_book, media_latency_ms),
             ControlApi(world, self.stats, self.fault_book, self.echo),
         )
@@ -72,7 +68,7 @@ class SimulatorApp:
             return json_response({
                 "simulator": "media-crawler",
                 "seed": self.world.seed,
-                "sources": [source.as_json(request.base_url) for source in DEMO_SOURCES],
+                "sources": [source.as_json(request.base_url) for source in self.world.demo_sources],
                 "truth": request.base_url + "/_sim/truth",
             })
         return not_found(request.path)

@@ -6,49 +6,28 @@ Simulator starts in milliseconds.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from media_crawler.sim import faults
 from media_crawler.sim.catalog import MediaCatalog
-from media_crawler.sim.content import bilibili, facebook, urls, weibo
+from media_crawler.sim.content import bilibili, facebook
+from media_crawler.sim.parts import SourceSpec, demo_sources, fault_sources, simulator_parts
 from media_crawler.sim.seeded import Seeded
+
+__all__ = ["DEFAULT_DAYS", "DEFAULT_END_DATE", "SourceSpec", "World"]
 
 DEFAULT_END_DATE = date(2026, 11, 27)
 DEFAULT_DAYS = 3
 
 
-@dataclass(frozen=True)
-class SourceSpec:
-    """A line of sources.yaml: `platform: spec` plus options. URL-list specs are paths
-    on the simulator (`/urls/demo.json`) until an answer prefixes the base URL."""
-
-    platform: str
-    spec: str
-    options: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def label(self) -> str:
-        return f"{self.platform}: {self.spec}"
-
-    def as_json(self, base_url: str) -> dict:
-        spec = base_url + self.spec if self.spec.startswith("/") else self.spec
-        return {"platform": self.platform, "spec": spec, "options": dict(self.options)}
-
-
-DEMO_SOURCES = (
-    SourceSpec("bilibili", f"user {bilibili.DEMO_MID}"),
-    SourceSpec("weibo", f"user {weibo.MOBILE_UID}"),
-    SourceSpec("weibo", f"user {weibo.AJAX_UID}", (("api", "ajax"),)),
-    SourceSpec("facebook", f"page {facebook.CURSOR_PAGE}"),
-    SourceSpec("facebook", f"page {facebook.TIME_PAGE}"),
-    SourceSpec("urls", "/urls/demo.json"),
-)
-FAULT_SOURCES = (
-    SourceSpec("bilibili", f"user {bilibili.BROKEN_FEED_MID}"),
-    SourceSpec("urls", "/urls/html.json"),
-    SourceSpec("urls", "/urls/errors.json"),
-)
+def __getattr__(name: str):
+    # The demo and fault sources of every registered platform's simulator part (sim/parts.py).
+    if name == "DEMO_SOURCES":
+        return demo_sources()
+    if name == "FAULT_SOURCES":
+        return fault_sources()
+    raise AttributeError(name)
 
 
 class World:
@@ -58,17 +37,15 @@ class World:
     def __init__(self, seed: int = 1, end_date: date = DEFAULT_END_DATE, days: int = DEFAULT_DAYS) -> None:
         self.seeded = Seeded(seed, end_date, days)
         self.catalog = MediaCatalog(seed)
-        self.bilibili_users = bilibili.build(self.seeded, self.catalog)
-        self.weibo_users, self.weibo_posts = weibo.build(self.seeded, self.catalog)
-        self.facebook_pages, self.facebook_videos = facebook.build(self.seeded, self.catalog)
-        self.url_feeds = urls.build(self.catalog)
-        # Keys are what /x/web-interface/nav hands out (file names of wbi_img urls).
-        self.wbi_img_key = self.seeded.hex("wbi/img", 32)
-        self.wbi_sub_key = self.seeded.hex("wbi/sub", 32)
-        self._bilibili_videos = {}
-        for user in self.bilibili_users.values():
-            for video in user.videos:
-                self._bilibili_videos[video.bvid] = self._bilibili_videos[str(video.aid)] = (user, video)
+        self.parts: dict[str, Any] = {}  # platform -> a third-party part's own state
+        # Every registered platform's part builds its slice (sim/builtin.py for the built-in
+        # four: bilibili_users, weibo_users/weibo_posts, facebook_pages/videos, url_feeds).
+        self.simulator_parts = simulator_parts()
+        for part in self.simulator_parts.values():
+            if part.build is not None:
+                part.build(self)
+        self.demo_sources = tuple(s for part in self.simulator_parts.values() for s in part.demo_sources)
+        self.fault_sources = tuple(s for part in self.simulator_parts.values() for s in part.fault_sources)
 
     @property
     def seed(self) -> int:
@@ -90,10 +67,9 @@ class World:
         return None
 
     def fault_book(self, fault_rate: float) -> faults.FaultBook:
-        """A fresh FaultBook with the URL-list feeds' planned faults."""
+        """A fresh FaultBook with the faults the platforms' parts plan (the URL-list feeds')."""
         book = faults.FaultBook(self.seed, fault_rate)
-        for feed in self.url_feeds.values():
-            for item in feed.items:
-                if item.fault:
-                    book.plan(item.file.path, item.fault)
+        for part in self.simulator_parts.values():
+            if part.plan_faults is not None:
+                part.plan_faults(self, book)
         return book

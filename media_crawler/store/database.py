@@ -183,8 +183,18 @@ def _v4_partition_layout(conn: Connection) -> None:
         conn.execute(schema.layout.insert().values(platform=schema.LEGACY_LAYOUT, shards=0, recorded_at=time.time()))
 
 
+def _v5_item_feed_errors(conn: Connection) -> None:
+    # Item-level feed errors are recorded (mc_feed_errors.item_id): a nullable column
+    # without default, a change of the catalog only, as in version 3.
+    for table_name, name in schema.OTHER_COLUMNS_SINCE[5]:
+        if name in {column["name"] for column in inspect(conn).get_columns(table_name)}:
+            continue
+        kind = schema.metadata.tables[table_name].c[name].type.compile(dialect=conn.dialect)
+        conn.exec_driver_sql(f'ALTER TABLE "{table_name}" ADD COLUMN "{name}" {kind}')
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create, 2: _v2_time_indexes, 3: _v3_wait_columns,
-                                                       4: _v4_partition_layout}
+                                                       4: _v4_partition_layout, 5: _v5_item_feed_errors}
 
 
 # Session-level advisory lock: one process at a time builds indexes concurrently.

@@ -18,7 +18,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 metadata = MetaData()
 
 schema_version = Table(
@@ -96,6 +96,8 @@ INDEXES_SINCE = {2: ("ix_mc_tasks_failed_at", "ix_mc_tasks_committed_at"), 4: ("
 # mc_tasks columns added by a schema version after 1 (all nullable, no default:
 # adding one is a change of the catalog only, on SQLite and PostgreSQL alike).
 COLUMNS_SINCE = {3: ("wait_reason", "wait_since", "wait_cause", "retry_after_s")}
+# Columns of other tables added after version 1, by version: (table, column).
+OTHER_COLUMNS_SINCE = {5: (("mc_feed_errors", "item_id"),)}
 
 # Per-source incremental cursors (newest item seen, paging tokens).
 cursors = Table(
@@ -122,6 +124,9 @@ feed_errors = Table(
     Column("run_id", String(64)),
     Column("at", Float, nullable=False),
     Column("resolved_at", Float),
+    # Version 5: an item of a page that could not be normalized (the page itself was
+    # read): its platform id when it has one, "" when it has none. NULL: the page failed.
+    Column("item_id", String(200)),
     Index("ix_mc_feed_errors_partition", "source_key", "day"),
 )
 

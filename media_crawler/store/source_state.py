@@ -91,17 +91,18 @@ def open_feed_error_since(ledger: Ledger, source_key: str, day: str) -> float | 
     """When the oldest unresolved feed error of (source, day) was recorded."""
     with ledger.engine.connect() as conn:
         return conn.execute(select(func.min(F.c.at)).where(
-            F.c.source_key == source_key, F.c.day == day, F.c.resolved_at.is_(None))).scalar()
+            F.c.source_key == source_key, F.c.day == day, F.c.resolved_at.is_(None), F.c.item_id.is_(None))).scalar()
 
 
 def open_feed_errors(ledger: Ledger, source_keys: Sequence[str], day: str) -> list[dict]:
-    """Sources among source_keys whose feed for `day` has unresolved errors:
+    """Sources among source_keys whose feed for `day` has unresolved page errors (an item
+    that could not be normalized is reported, but keeps no partition red):
     {source, error_class, since (ISO, the oldest), message (the newest)}, by source."""
     by_source: dict[str, dict] = {}
     with ledger.engine.connect() as conn:
         for start in range(0, len(source_keys), _CHUNK):
             query = (select(F.c.source_key, F.c.error_class, F.c.message, F.c.at)
-                     .where(F.c.day == day, F.c.resolved_at.is_(None),
+                     .where(F.c.day == day, F.c.resolved_at.is_(None), F.c.item_id.is_(None),
                             F.c.source_key.in_(list(source_keys[start:start + _CHUNK])))
                      .order_by(F.c.at))
             for row in conn.execute(query):

@@ -1,11 +1,13 @@
 """Fixtures for the observability tests: one crawl with injected faults shared by the package, empty ledgers."""
 from __future__ import annotations
 
+from dataclasses import replace
 
 import pytest
 import requests
 from dagster import DagsterInstance
 
+from media_crawler import errors
 from media_crawler.sim.sources import DEMO_START_DAY
 from media_crawler.config import config_from_dict, load_config
 from media_crawler.store.ledger import Ledger
@@ -23,7 +25,6 @@ def faulty_crawl(tmp_path_factory, simulator):
     5-20 s, and each step tries an item twice instead of four times.
     """
     import media_crawler.defs.assets as assets
-    import media_crawler.pipeline.download as download
 
     home = tmp_path_factory.mktemp("faulty")
     base = simulator.base_url
@@ -42,7 +43,7 @@ def faulty_crawl(tmp_path_factory, simulator):
             DagsterInstance.ephemeral(settings=dagster_log_settings(home / "dagster.jsonl")) as instance:
         patch.delenv("FB_ACCESS_TOKEN", raising=False)  # the simulator answers Graph error 190
         patch.setattr(assets, "DOWNLOAD_RETRY_WAIT_S", 0.0)
-        patch.setattr(download, "IN_STEP_ATTEMPTS", 2)
+        patch.setattr(errors, "ATTEMPTS", replace(errors.ATTEMPTS, in_step=2))
         with captured_crawl(config_path, [day], instance, home) as crawl:
             crawl.source_keys = source_keys  # "errors", "html", "bad_feed", "no_token", "demo"
             crawl.shards = {name: config.layout.shard_of(key) for name, key in source_keys.items()}

@@ -78,13 +78,11 @@ class CapturedCrawl:
 @contextmanager
 def captured_crawl(config_path: Path, days: list[str], instance, log_dir: Path) -> Iterator[CapturedCrawl]:
     """Crawl with the `media_crawler` loggers writing JSON lines to a file; restore them afterwards."""
-    from media_crawler.defs.resources import reset_runtimes
     from media_crawler.observe.logging import configure
 
     item_log = log_dir / "items.jsonl"
     logger = logging.getLogger("media_crawler")
     saved = (list(logger.handlers), logger.level, logger.propagate)
-    reset_runtimes()
     started = time.time()
     terminal = io.StringIO()
     with open(item_log, "a") as stream:
@@ -97,7 +95,6 @@ def captured_crawl(config_path: Path, days: list[str], instance, log_dir: Path) 
                 outcome = crawl(config_path, days, instance=instance, progress_sinks=[TerminalSink(terminal)])
         finally:
             logger.handlers[:], logger.level, logger.propagate = saved
-            reset_runtimes()
     run_ids = {key: partition.run_id for partition in outcome.partitions for key in partition.sources}
     yield CapturedCrawl(config_path, outcome, item_log, log_dir / "dagster.jsonl", instance, run_ids,
                         day=days[-1], started=started, finished=time.time(), terminal_text=terminal.getvalue())

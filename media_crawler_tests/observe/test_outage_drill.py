@@ -9,6 +9,7 @@ outage and resolve it after; a real Prometheus scrapes the exporter and answers
 """
 from __future__ import annotations
 
+from dataclasses import replace
 import json
 import math
 import shutil
@@ -22,6 +23,7 @@ from dagster import DagsterInstance
 from prometheus_client import generate_latest, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
+from media_crawler import errors
 from media_crawler.cli import main
 from media_crawler.commands.crawl import crawl
 from media_crawler.config import load_config
@@ -62,8 +64,6 @@ class Drill:
 @pytest.fixture(scope="module")
 def drill(tmp_path_factory):
     import media_crawler.defs.assets as assets
-    import media_crawler.pipeline.download as download
-    from media_crawler.defs.resources import reset_runtimes
     from media_crawler.sim.server import Simulator
     from media_crawler.store.database import dispose_engines
 
@@ -87,13 +87,12 @@ def drill(tmp_path_factory):
         patch.setenv("FB_ACCESS_TOKEN", "test-token-FAKE9f8e7d6c")
         patch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
         # Test-speed knobs, not behaviour changes: one try per item and step, step retries at once.
-        patch.setattr(download, "IN_STEP_ATTEMPTS", 1)
+        patch.setattr(errors, "ATTEMPTS", replace(errors.ATTEMPTS, in_step=1))
         patch.setattr(assets, "DOWNLOAD_RETRY_WAIT_S", 0.0)
         sources = [{k: v.format(base=sim.base_url) for k, v in source.items()} for source in SOURCES]
         config = load_config(write_recovery_config(home, sim, sources))
         keys = {name: next(s.key for s in config.sources if s.key.startswith(name)) for name in (DOWN, LIMITED, HEALTHY)}
         ledger = Ledger(config.ledger_url)
-        reset_runtimes()
         try:
             set_outage(sim, "weibo", 500)
             set_outage(sim, "facebook", 429)
@@ -108,7 +107,6 @@ def drill(tmp_path_factory):
         yield Drill(sim=sim, config=config, ledger=ledger, instance=instance, keys=keys, outage=outage,
                     started=started, outage_ended=outage_ended, outage_scrape=outage_scrape,
                     outage_ledger=outage_ledger, home=home, patch=patch)
-        reset_runtimes()
         dispose_engines()
     sim.stop()
 
@@ -116,9 +114,7 @@ def drill(tmp_path_factory):
 @pytest.fixture(scope="module")
 def recovered(drill):
     """The platforms answer again: their partitions are crawled again and drain."""
-    from media_crawler.defs.resources import reset_runtimes
 
-    reset_runtimes()
     again = crawl(drill.config.path, [DAY], [drill.keys[DOWN], drill.keys[LIMITED]], instance=drill.instance)
     drill.recovery = again
     drill.recovery_scrape = generate_latest(ledger_registry(drill.ledger.engine, drill.config,

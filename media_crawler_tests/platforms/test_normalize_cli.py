@@ -33,6 +33,8 @@ EXPECTED = {
     "weibo/ajax_statuses_show_video_playback_list.json": (0, 1, 0),
     "weibo/getIndex_error_ok0_no_content.json": (0, 0, 0),
     "weibo/error_ok-100_login_required.json": (1, 0, 0),
+    "urls/feed_ok.json": (0, 2, 0),
+    "urls/error_not_a_feed.json": (1, 0, 0),
     "facebook/page_posts_attachments_video_photo.json": (0, 2, 0),
     "facebook/page_posts_paging_p1.json": (0, 0, 0),
     "facebook/post_attachments_album_subattachments.json": (0, 7, 0),

@@ -75,9 +75,10 @@ def test_make_ui_renders_the_plan_but_leaves_a_hand_edited_instance_alone(tmp_pa
 
 
 def test_every_crawl_run_is_tagged_with_its_platform():
-    from media_crawler.definitions import defs
+    from media_crawler.definitions import build_definitions
+    from media_crawler.shards import PartitionLayout
 
-    job = defs.resolve_job_def("crawl")
+    job = build_definitions(PartitionLayout()).resolve_job_def("crawl")
     tags = job.partitioned_config.get_tags_for_partition_key(partition_of("2026-11-26", "weibo-679"))
     assert tags[PLATFORM_TAG] == "weibo"
     run_config = job.partitioned_config.get_run_config_for_partition_key(partition_of("2026-11-26", "weibo-679"))

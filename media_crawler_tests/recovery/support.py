@@ -14,8 +14,8 @@ import yaml
 from sqlalchemy import func
 from sqlalchemy import select as sql_select
 
+from media_crawler.models import Source, platform_names
 from media_crawler.sim.sources import demo_sources
-from media_crawler.models import Source
 from media_crawler.store.ledger import Ledger, T
 
 
@@ -69,7 +69,7 @@ def write_recovery_config(home: Path, sim, sources: list[dict] | None = None, **
     data = demo_sources(sim.base_url)
     if sources is not None:
         data["sources"] = sources
-    for platform in ("bilibili", "weibo", "facebook", "urls"):
+    for platform in platform_names():
         data["platforms"].setdefault(platform, {}).update(rate=1000, burst=1000)
     data.update(store=str(home / "store"), ledger_url=f"sqlite:///{home / 'ledger.db'}", **extra)
     home.mkdir(parents=True, exist_ok=True)

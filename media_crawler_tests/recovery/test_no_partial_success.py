@@ -1,9 +1,12 @@
 """No partial success: items still failing keep a partition red; gone items are reported by a check but leave it green."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from dagster import AssetCheckSeverity, DagsterInstance, materialize
 
+from media_crawler import errors
 from media_crawler.commands.crawl import prepare_home
 from media_crawler.config import load_config
 from media_crawler.defs import assets
@@ -11,7 +14,6 @@ from media_crawler.defs.partitions import partition_key
 from media_crawler.defs.resources import CrawlerResource
 from media_crawler.definitions import crawl_assets_for
 from media_crawler.models import Source
-from media_crawler.pipeline import download
 from media_crawler.recovery.liveness import process_token
 from media_crawler.recovery.runs import PROCESS_TAG
 from media_crawler.sim import faults
@@ -60,7 +62,7 @@ def test_gone_items_are_reported_by_a_warning_check_and_the_partition_stays_gree
 
 
 def test_items_still_failing_after_their_retries_fail_the_partition(crawl_home, simulator, instance, monkeypatch):
-    monkeypatch.setattr(download, "IN_STEP_ATTEMPTS", 1)  # the step retries still happen; no in-step sleeps
+    monkeypatch.setattr(errors, "ATTEMPTS", replace(errors.ATTEMPTS, in_step=1))  # the step retries still happen; no in-step sleeps
     monkeypatch.setattr(assets, "DOWNLOAD_RETRY_WAIT_S", 0.01)
     feed = f"{simulator.base_url}/urls/errors.json"  # 404, 500 forever, 429 once, cut once
     result = materialize_feed(instance, write_recovery_config(crawl_home, simulator, [{"urls": feed}]), feed)

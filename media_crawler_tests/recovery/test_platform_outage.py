@@ -1,15 +1,17 @@
 """An hour of 500s on one platform (time compressed): other platforms finish, retries are not burnt, the sensor drains the backlog."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import requests
 from dagster import DagsterInstance, RunRequest, build_sensor_context
 
+from media_crawler import errors
 from media_crawler.commands.crawl import crawl
 from media_crawler.config import load_config
 from media_crawler.defs.partitions import split_partition_key
 from media_crawler.defs.resources import CrawlerResource
-from media_crawler.pipeline import download
 from media_crawler.recovery import rerequest
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.shard_support import unfinished_sensor
@@ -44,16 +46,17 @@ def weibo_media_requests(sim) -> int:
 
 
 def sensor_tick(instance, config_path, cursor):
-    context = build_sensor_context(instance=instance, cursor=cursor,
-                                   resources={"crawler": CrawlerResource(config_path=str(config_path))})
-    result = unfinished_sensor(config_path)(context)
+    with build_sensor_context(instance=instance, cursor=cursor,
+                              resources={"crawler": CrawlerResource(config_path=str(config_path))}) as context:
+        result = unfinished_sensor(config_path)(context)
+        cursor = context.cursor
     requests_ = [item for item in (result if isinstance(result, list) else []) if isinstance(item, RunRequest)]
-    return [split_partition_key(item.partition_key) for item in requests_], context.cursor
+    return [split_partition_key(item.partition_key) for item in requests_], cursor
 
 
 def test_a_platform_down_for_an_hour_neither_burns_retries_nor_blocks_others_and_drains_after(
         crawl_home, simulator, instance, monkeypatch):
-    monkeypatch.setattr(download, "IN_STEP_ATTEMPTS", 2)  # fewer in-step sleeps; the logic is the same
+    monkeypatch.setattr(errors, "ATTEMPTS", replace(errors.ATTEMPTS, in_step=2))  # fewer in-step sleeps; the logic is the same
     clock = FakeClock()
     monkeypatch.setattr(rerequest, "clock", clock)
     config = load_config(write_recovery_config(crawl_home, simulator, SOURCES))
@@ -68,7 +71,7 @@ def test_a_platform_down_for_an_hour_neither_burns_retries_nor_blocks_others_and
         weibo_rows = ledger.tasks(states=None)
         weibo_rows = [t for t in weibo_rows if t.platform == "weibo"]
         attempted = weibo_media_requests(simulator) - before
-        assert attempted < len(weibo_rows) * download.IN_STEP_ATTEMPTS, \
+        assert attempted < len(weibo_rows) * errors.ATTEMPTS.in_step, \
             "the breaker stopped handing out items once the platform was clearly down"
 
         # The rest of the hour: the sensor notices, then re-requests with a growing wait.
@@ -87,7 +90,7 @@ def test_a_platform_down_for_an_hour_neither_burns_retries_nor_blocks_others_and
         assert waits == sorted(waits) and waits[0] < waits[-1]
         states = {t.state for t in ledger.tasks() if t.platform == "weibo"}
         assert "failed" not in states and states <= {"retry_wait", "discovered"}, states
-        assert max(t.attempts for t in ledger.tasks()) < download.MAX_TOTAL_ATTEMPTS
+        assert max(t.attempts for t in ledger.tasks()) < errors.ATTEMPTS.per_item
     finally:
         set_outage(simulator, "weibo", 0)
 

@@ -81,9 +81,9 @@ def test_the_sensor_fails_dead_runs_and_never_requests_beside_a_live_run(crawl_h
         cursor = None
         requested = []
         for _ in range(2):  # notice, then request once the first wait has passed
-            context = build_sensor_context(instance=instance, cursor=cursor, resources=resources)
-            result = unfinished_sensor(config.path)(context)
-            cursor = context.cursor
+            with build_sensor_context(instance=instance, cursor=cursor, resources=resources) as context:
+                result = unfinished_sensor(config.path)(context)
+                cursor = context.cursor
             requested = [str(item.partition_key) for item in result] if isinstance(result, list) else []
             now["t"] += BASE_WAIT_S + 1
         assert instance.get_run_by_id(dead.run_id).status == DagsterRunStatus.FAILURE

@@ -188,7 +188,6 @@ def test_a_dagster_crawl_stores_only_media_that_decodes(hostile_server, tmp_path
     from dagster import DagsterInstance
 
     from media_crawler.commands.crawl import crawl
-    from media_crawler.defs.resources import reset_runtimes
 
     url = feed(hostile_server, "crawl", True)
     config = {"sources": [{"urls": url}], "allow_hosts": [url], "store": str(tmp_path / "store"),
@@ -196,10 +195,8 @@ def test_a_dagster_crawl_stores_only_media_that_decodes(hostile_server, tmp_path
     path = tmp_path / "sources.yaml"
     path.write_text(yaml.safe_dump(config))
     monkeypatch.setenv("MEDIA_CRAWLER_HOME", str(tmp_path))
-    reset_runtimes()
     day = datetime.now(timezone.utc).date().isoformat()
     with DagsterInstance.ephemeral() as instance:
         outcome = crawl(path, [day], instance=instance)
-    reset_runtimes()
     assert outcome.partitions, outcome
     check_store(tmp_path / "store", tmp_path / "ledger.db", "\n".join(p.error for p in outcome.partitions))

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow, MediaRecord, Source
+from media_crawler.platforms.bilibili import SPEC
 from media_crawler.platforms.base import ApiTransport, CursorStore, FeedItem, PlatformAdapter, PlatformSettings
 from media_crawler.platforms.bilibili import normalize
 from media_crawler.platforms.bilibili.errors import (
@@ -42,8 +43,7 @@ ARC_SEARCH_FINGERPRINT = {
 class BilibiliAdapter(PlatformAdapter):
     name = "bilibili"
     default_api_base = "https://api.bilibili.com"
-    # biliimg.com: arc/search lists some covers on archive.biliimg.com.
-    default_media_hosts = ("*.hdslb.com", "*.bilivideo.com", "*.bilivideo.cn", "*.akamaized.net", "*.biliimg.com")
+    default_media_hosts = SPEC.media_hosts  # the spec (platforms/bilibili/__init__.py) owns them
     url_lifetime_s = 7200.0
 
     def __init__(

@@ -47,6 +47,11 @@ def is_error_body(body: Any) -> bool:
     return isinstance(body, dict) and isinstance(body.get("error"), dict)
 
 
+def classify_answer(body: Any) -> CrawlError | None:
+    """The CrawlError a decoded Graph answer stands for (None: not an error body)."""
+    return classify_error(body) if is_error_body(body) else None
+
+
 def classify_error(
     body: Any, http_status: int | None = None, retry_after: float | None = None, secrets: Iterable[str] = ()
 ) -> CrawlError:

@@ -57,6 +57,15 @@ def usage_from_headers(headers: Mapping[str, str] | None) -> UsagePressure | Non
     return UsagePressure(pressure, suggested_delay(pressure, regain_s))
 
 
+def heed_usage_headers(budget, platform: str, response) -> None:
+    """The spec's response hook: slow the platform's shared rate budget while the
+    usage headers report more than SLOWDOWN_FROM percent of a limit in use."""
+    usage = usage_from_headers(response.headers)
+    if usage is not None and usage.pressure > SLOWDOWN_FROM:
+        factor = max(0.1, 1.0 - usage.pressure / 100.0)
+        budget.penalize(platform, factor=factor, seconds=max(60.0, usage.delay_s))
+
+
 def suggested_delay(pressure: float, regain_s: float = 0.0) -> float:
     """0 below 50%, rising quadratically to MAX_DELAY_S at 100%; a platform
     estimate of when access returns wins once it is given."""

@@ -19,8 +19,8 @@ from media_crawler.platforms.window import NewestSeen, max_pages
 class UrlsAdapter(PlatformAdapter):
     name = "urls"
     default_api_base = ""  # each source names its own feed URL
-    # Any public host (pipeline/runtime.py `media_policy`); an internal one, the
-    # feed's own included, only when `allow_hosts` lists it with its port.
+    # Any public host (the spec's media_hosts "*", pipeline/runtime.py `media_policy`);
+    # an internal one, the feed's own included, only when `allow_hosts` lists it with its port.
     default_media_hosts = ()
     url_lifetime_s = None
 

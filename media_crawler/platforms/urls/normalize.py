@@ -37,6 +37,16 @@ def feed_items(body: Any) -> list[Any]:
     return as_list(body.get("items")) if isinstance(body, Mapping) else as_list(body)
 
 
+def classify_feed(body: Any) -> CrawlError | None:
+    """The error a decoded feed answer stands for: a feed is an object or a list
+    (HTTP statuses are the shared floor, platforms/responses.py)."""
+    if not isinstance(body, (dict, list)):
+        from media_crawler.platforms.responses import parse_error
+
+        return parse_error(PLATFORM, "the feed is neither an object nor a list", body)
+    return None
+
+
 def next_feed_url(body: Any, feed_url: str) -> str | None:
     """An optional `next` link for paged feeds, relative to the feed."""
     next_url = as_str(body.get("next")) if isinstance(body, Mapping) else None

@@ -45,6 +45,15 @@ def classify_body(body: Any) -> Verdict:
     raise parse_error(PLATFORM, f"unexpected answer ok={body.get('ok')!r:.80} {message[:200]}".strip(), body)
 
 
+def classify_answer(body: Any) -> CrawlError | None:
+    """The CrawlError a decoded answer stands for (None: ok or the end of the list)."""
+    try:
+        classify_body(body)
+    except CrawlError as error:
+        return error
+    return None
+
+
 def decode_response(response: ApiResponse) -> Any:
     """The decoded body; HTTP-level failures raised."""
     status = response.status

@@ -26,7 +26,7 @@ from media_crawler.sim.exchange import Request, Response, json_response, not_fou
 from media_crawler.sim.faults import FaultBook
 from media_crawler.sim.scale import truth as paged
 from media_crawler.sim.stats import RequestStats
-from media_crawler.sim.world import DEMO_SOURCES, FAULT_SOURCES, World
+from media_crawler.sim.world import World
 
 
 class ControlApi:
@@ -111,8 +111,8 @@ def truth(world: World, base_url: str, fault_book: FaultBook) -> dict:
         "seed": world.seed,
         "base_url": base_url,
         "days": [day.isoformat() for day in world.days],
-        "sources": [source.as_json(base_url) for source in DEMO_SOURCES],
-        "fault_sources": [source.as_json(base_url) for source in FAULT_SOURCES],
+        "sources": [source.as_json(base_url) for source in world.demo_sources],
+        "fault_sources": [source.as_json(base_url) for source in world.fault_sources],
         "wbi": {"img_key": world.wbi_img_key, "sub_key": world.wbi_sub_key},
         "media": picks,
         "alternates": [entry for entry in alternates if entry["sha256"] not in seen],

@@ -149,9 +149,7 @@ def _specs(world, start: tuple[int, int] | None = None):
     if world.is_generated:
         yield from world.source_specs(start or (0, 0))
     else:
-        from media_crawler.sim.world import DEMO_SOURCES
-
-        for index, spec in enumerate(DEMO_SOURCES[start[1] if start else 0 :], start=start[1] if start else 0):
+        for index, spec in enumerate(world.demo_sources[start[1] if start else 0 :], start=start[1] if start else 0):
             yield (0, index), spec
 
 
