@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
 
 from media_crawler.recovery.liveness import is_dead, token_of_owner
 from media_crawler.store.database import lock_rows_in_id_order
@@ -39,11 +39,11 @@ def dead_owners(ledger: Ledger, *, uncertain: bool = False, now: float | None = 
     """Lease owners whose process is gone or whose lease expired. uncertain=True
     treats every holder as gone (a restored backup: none of them runs here)."""
     now = time.time() if now is None else now
-    query = select(T.c.lease_owner, T.c.lease_expires_at).where(T.c.lease_owner.is_not(None))
-    latest: dict[str, float] = {}
+    # One row per owner, from the partial lease index: not every leased row into Python.
+    query = (select(T.c.lease_owner, func.max(T.c.lease_expires_at)).where(T.c.lease_owner.is_not(None))
+             .group_by(T.c.lease_owner))
     with ledger.engine.connect() as conn:
-        for owner, expires in conn.execute(query):
-            latest[owner] = max(latest.get(owner, 0.0), expires or 0.0)
+        latest = {owner: expires or 0.0 for owner, expires in conn.execute(query)}
     return [owner for owner, expires in latest.items()
             if uncertain or expires < now or is_dead(token_of_owner(owner)) is True]
 

@@ -193,8 +193,15 @@ def _v5_item_feed_errors(conn: Connection) -> None:
         conn.exec_driver_sql(f'ALTER TABLE "{table_name}" ADD COLUMN "{name}" {kind}')
 
 
+def _v6_lease_index(conn: Connection) -> None:
+    # A partial index (leased rows only): built before this transaction on PostgreSQL.
+    for index in _indexes_added(after=5, upto=6):
+        index.create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create, 2: _v2_time_indexes, 3: _v3_wait_columns,
-                                                       4: _v4_partition_layout, 5: _v5_item_feed_errors}
+                                                       4: _v4_partition_layout, 5: _v5_item_feed_errors,
+                                                       6: _v6_lease_index}
 
 
 # Session-level advisory lock: one process at a time builds indexes concurrently.
@@ -236,7 +243,10 @@ def _build_concurrently(conn: Connection, index: Index) -> None:
     if valid is not None:  # INVALID: the leftover of a build that did not finish
         conn.exec_driver_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{index.name}"')
     columns = ", ".join(f'"{column.name}"' for column in index.columns)
-    conn.exec_driver_sql(f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{index.name}" ON "{index.table.name}" ({columns})')
+    where = index.dialect_options["postgresql"].get("where")  # a partial index keeps its predicate
+    predicate = f" WHERE {where}" if where is not None else ""
+    conn.exec_driver_sql(
+        f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{index.name}" ON "{index.table.name}" ({columns}){predicate}')
 
 
 def migrate(engine: Engine) -> int:

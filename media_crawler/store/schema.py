@@ -16,9 +16,10 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 metadata = MetaData()
 
 schema_version = Table(
@@ -89,10 +90,16 @@ tasks = Table(
     # Version 4: `status` and `metrics` count rows by state and platform, and sum sizes;
     # on SQLite this covering index answers that without reading a million rows.
     Index("ix_mc_tasks_state_platform", "state", "platform", "size"),
+    # Version 6: the leased rows only. Every download step asks which owners hold leases
+    # (release_dead_leases) and every heartbeat finds its owner's rows: without this
+    # both read the whole ledger (0.2 s and 0.45 s at a million rows, bench/SCALE.md).
+    Index("ix_mc_tasks_lease_owner", "lease_owner", "lease_expires_at",
+          postgresql_where=text("lease_owner IS NOT NULL"), sqlite_where=text("lease_owner IS NOT NULL")),
 )
 
 # Indexes added by a schema version after 1 (store/database.py MIGRATIONS).
-INDEXES_SINCE = {2: ("ix_mc_tasks_failed_at", "ix_mc_tasks_committed_at"), 4: ("ix_mc_tasks_state_platform",)}
+INDEXES_SINCE = {2: ("ix_mc_tasks_failed_at", "ix_mc_tasks_committed_at"), 4: ("ix_mc_tasks_state_platform",),
+                 6: ("ix_mc_tasks_lease_owner",)}
 # mc_tasks columns added by a schema version after 1 (all nullable, no default:
 # adding one is a change of the catalog only, on SQLite and PostgreSQL alike).
 COLUMNS_SINCE = {3: ("wait_reason", "wait_since", "wait_cause", "retry_after_s")}
