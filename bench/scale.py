@@ -68,7 +68,9 @@ ROWS = {  # --all runs them in this order
     # item, so 100k takes ~30 min at 4 workers (> 15 min) and ~70 min at 1 worker. --row pg-100k-w4 runs it.
     "pg-40k-w4": dict(kind="daemon", world="40k", workers=4),
 }
-EXTRA_ROWS = {"pg-100k-w4": dict(kind="daemon", world="100k", workers=4)}
+EXTRA_ROWS = {"pg-100k-w4": dict(kind="daemon", world="100k", workers=4),
+              # The daemon with nothing to run, 640 sources: its per-second CPU (queue, sensors, monitoring).
+              "daemon-idle-10k": dict(kind="idle", world="10k", workers=4, seconds=90)}
 
 
 # --- CPU of process trees ------------------------------------------------------------
@@ -503,6 +505,47 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
         dropdb(db)
 
 
+def idle_row(name: str, spec: dict, workdir: Path) -> dict:
+    """CPU of dagster-daemon (and its code server) over `seconds` with no run to execute."""
+    from dagster import DagsterInstance
+
+    from media_crawler.commands.crawl import prepare_home
+    from media_crawler.config import LEDGER_ENV, load_config
+    from media_crawler.deploy.services import ServiceGroup, dagster_env
+    from media_crawler.deploy.workers import WorkerPlan, render_instance_yaml
+
+    world = WORLDS[spec["world"]]
+    db, url = createdb()
+    sim = Sim(workdir, world, LATENCY_MS)
+    extra = {"DAGSTER_PG_URL": url, LEDGER_ENV: url, "FB_ACCESS_TOKEN": "scale-token-not-secret"}
+    os.environ.update(extra)
+    sampler = CpuSampler(backends=backend_pids(db))
+    try:
+        config_path = write_config(sim, workdir, spec["workers"], None)
+        home = workdir / "dagster_home"
+        home.mkdir()
+        (home / "dagster.yaml").write_text(render_instance_yaml(REPO / "deploy" / "dagster.postgres.yaml",
+                                                                WorkerPlan(spec["workers"])))
+        env = dagster_env(dagster_home=home, config_path=config_path, media_home=workdir, extra=extra)
+        with DagsterInstance.from_config(str(home)) as instance:
+            prepare_home(instance, load_config(config_path))
+        with ServiceGroup(env, log_dir=workdir / "logs") as services:
+            sampler.add_session(services.start_daemon().pid)
+            sampler.start()
+            time.sleep(15)  # start-up and the code location's load
+            cpu0, pg0 = sampler.ticks(), sum(sampler.backend_ticks.values())
+            time.sleep(spec["seconds"])
+            cpu1, pg1 = sampler.ticks(), sum(sampler.backend_ticks.values())
+        return dict(row=name, kind="idle", world=world, workers=spec["workers"], seconds=spec["seconds"],
+                    daemon_cpu_ms_per_s=ms(cpu1 - cpu0) / spec["seconds"], pg_backend_cpu_ms_per_s=ms(pg1 - pg0) / spec["seconds"])
+    finally:
+        sampler.stop()
+        sim.stop()
+        for key in extra:
+            os.environ.pop(key, None)
+        dropdb(db)
+
+
 def _children_cpu_ms() -> float:
     import resource
 
@@ -712,6 +755,8 @@ def run_row(name: str, keep: bool = False) -> dict:
             result = daemon_row(name, spec, workdir)
         elif spec["kind"] == "celery":
             result = daemon_row(name, spec, workdir, celery=True)
+        elif spec["kind"] == "idle":
+            result = idle_row(name, spec, workdir)
         elif spec["kind"] == "crawl":
             result = crawl_row(name, spec, workdir)
         else:

@@ -24,7 +24,7 @@ def main(directory: Path) -> int:
           "| sim CPU ms/item | busiest 1 s per platform (budget 240) | runs | items/run (min-max) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
-        if r["kind"] == "sensors":
+        if r["kind"] in ("sensors", "idle"):
             continue
         runs = r["per_run"]
         sources = 4 * r["world"]["accounts"]
@@ -37,7 +37,7 @@ def main(directory: Path) -> int:
           "| Dagster share, runs >= 500 items (median / max) | outside-items share >= 500 (max) |")
     print("|---|---|---|---|---|---|---|")
     for name, r in rows.items():
-        if r["kind"] == "sensors":
+        if r["kind"] in ("sensors", "idle"):
             continue
         runs = r["per_run"]
         shares = [x["dagster_share"] for x in runs if x.get("dagster_share") is not None]
@@ -55,7 +55,7 @@ def main(directory: Path) -> int:
           "| ledger bytes/row (table+indexes) | live tuple bytes | claimed-discovered p50 / p95 s | claim query p50 / p95 ms | unfinished query ms |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
-        if r["kind"] == "sensors":
+        if r["kind"] in ("sensors", "idle"):
             continue
         runs = r["per_run"]
         per = sorted({x.get("event_log_rows", x["events"]) for x in runs})
