@@ -40,6 +40,8 @@ from media_crawler.recovery.staging import remove_committed_staging
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, Ledger, Task
 
 LEASE_S = 120.0
+# Rows one claim of a download step leases (the step claims again when a batch is done).
+CLAIM_BATCH = 512
 # Delay before a later run retries an item that exhausted its in-step attempts.
 CROSS_RUN_BACKOFF_CAP_S = 1800.0
 # Ledger writes are batched (one transaction per batch, not per file), but never held
@@ -90,61 +92,96 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
     # once that a predecessor's leases are dead instead of waiting LEASE_S.
     owner = lease_owner(run_id)
     release_dead_leases(runtime.ledger)
-    tasks = runtime.ledger.claim(
-        source_key=source_keys(sources), day=window.day.isoformat() if window else None,
-        owner=owner, lease_s=LEASE_S, run_id=run_id, ignore_backoff=ignore_backoff, shard=shard,
-    )
-    crash_point(AFTER_CLAIM)
-    # A kill between the store's link and the unlink of the staging name leaves a .part
-    # that is a second name of a committed blob: drop those before any download can write
-    # into one (recovery/staging.py). After the claim: a row we now hold is linked by no one else.
-    remove_committed_staging(runtime.store, runtime.ledger)
-    report.extra["items_claimed"] = len(tasks)
+    step_started = time.time()
     halted: dict[str, CrawlError] = {}
     breaker = OutageBreaker()
-    pending_changes: list = []
-    last_flush = time.monotonic()
-
     by_key = {source.key: source for source in as_list(sources) or []}
     ids = current_correlation()  # worker threads do not inherit the step's context variables
     workers = workers or runtime.download_threads
     turns = _Turns(workers) if wait_threads > 0 else None
+
+    def claim() -> list[Task]:
+        # In batches: only the rows in hand carry a lease, so a heartbeat rewrites a
+        # batch, not the whole partition (at 6,400 items it rewrote every row every
+        # 40 s: ~8 versions per item, bench/SCALE.md). Rows this step claimed before
+        # (a failure it already recorded) are not taken again.
+        batch = runtime.ledger.claim(
+            source_key=source_keys(sources), day=window.day.isoformat() if window else None,
+            owner=owner, lease_s=LEASE_S, run_id=run_id, ignore_backoff=ignore_backoff, shard=shard,
+            limit=CLAIM_BATCH, claimed_before=step_started)
+        crash_point(AFTER_CLAIM)
+        return batch
+
+    tasks = claim()
+    # A kill between the store's link and the unlink of the staging name leaves a .part
+    # that is a second name of a committed blob: drop those before any download can write
+    # into one (recovery/staging.py). After the claim: a row we now hold is linked by no one else.
+    remove_committed_staging(runtime.store, runtime.ledger)
+    sinks = progress_sinks if progress_sinks is not None else [LogSink(stage="download")]
+    with LeaseHeartbeat(runtime.ledger, owner, LEASE_S), Progress("download", len(tasks), sinks=sinks) as progress:
+        while tasks:
+            report.extra["items_claimed"] = report.extra.get("items_claimed", 0) + len(tasks)
+            progress.total = report.extra["items_claimed"]
+            _download_batch(runtime, tasks, _BatchContext(owner, by_key, halted, breaker, ids, workers, turns,
+                                                          wait_threads, after_download), report, progress)
+            tasks = claim() if len(tasks) >= CLAIM_BATCH else []
+    report.extra.setdefault("items_claimed", 0)
+    if halted:
+        report.extra["platforms_halted"] = len(halted)
+    return report
+
+
+@dataclass
+class _BatchContext:
+    """What every batch of one download step shares."""
+
+    owner: str
+    by_key: dict
+    halted: dict
+    breaker: OutageBreaker
+    ids: dict
+    workers: int
+    turns: Any
+    wait_threads: int
+    after_download: Callable[[ItemOutcome], Any] | None
+
+
+def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, report: StageReport,
+                    progress: Progress) -> None:
+    """Download one claimed batch with the step's worker threads, recording as it goes."""
     # Largest first, and never every worker on a large file while small ones wait (pipeline/scheduling.py).
-    order = SizeAwareOrder(tasks, workers)
+    order = SizeAwareOrder(tasks, step.workers)
 
     def work(task: Task) -> ItemOutcome:
         try:
-            with correlation(**ids), turns or contextlib.nullcontext():
-                item = _download_one(runtime, task, by_key.get(task.source_key), halted, breaker,
-                                     sleep=turns.sleep if turns else time.sleep)
-                if after_download is not None and item.error is None and item.result is not None:
-                    item.follow_up = after_download(item)
+            with correlation(**step.ids), step.turns or contextlib.nullcontext():
+                item = _download_one(runtime, task, step.by_key.get(task.source_key), step.halted, step.breaker,
+                                     sleep=step.turns.sleep if step.turns else time.sleep)
+                if step.after_download is not None and item.error is None and item.result is not None:
+                    item.follow_up = step.after_download(item)
                 return item
         finally:
             order.finished(task)
 
-    sinks = progress_sinks if progress_sinks is not None else [LogSink(stage="download")]
-    with LeaseHeartbeat(runtime.ledger, owner, LEASE_S), Progress("download", len(tasks), sinks=sinks) as progress:
-        for outcome in run_bounded(work, order, workers=workers + max(wait_threads, 0)):
-            if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
-                error = CrawlError(ErrorClass.STORAGE_ERROR, f"unexpected {type(outcome.error).__name__}: {outcome.error}")
-                item = ItemOutcome(outcome.item, None, error, outcome.item.attempts + 1, time.time(), 0.0)
-            else:
-                item = outcome.result
-            task_id, _, values = _record(report, item, halted)
-            # Guarded by our lease: if it was taken over, the new holder's result wins.
-            pending_changes.append((task_id, owner, values))
-            progress.advance(bytes=item.result.bytes_received if item.result else 0)
-            if len(pending_changes) >= FLUSH_EVERY or time.monotonic() - last_flush > FLUSH_AFTER_S:
-                runtime.ledger.apply(pending_changes)
-                pending_changes.clear()
-                last_flush = time.monotonic()
-                crash_point(AFTER_DOWNLOAD_LEDGER)
-        runtime.ledger.apply(pending_changes)
-        crash_point(AFTER_DOWNLOAD_LEDGER)
-    if halted:
-        report.extra["platforms_halted"] = len(halted)
-    return report
+    pending_changes: list = []
+    last_flush = time.monotonic()
+    for outcome in run_bounded(work, order, workers=step.workers + max(step.wait_threads, 0)):
+        if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
+            error = CrawlError(ErrorClass.STORAGE_ERROR, f"unexpected {type(outcome.error).__name__}: {outcome.error}")
+            item = ItemOutcome(outcome.item, None, error, outcome.item.attempts + 1, time.time(), 0.0)
+        else:
+            item = outcome.result
+        task_id, _, values = _record(report, item, step.halted)
+        # Guarded by our lease: if it was taken over, the new holder's result wins.
+        pending_changes.append((task_id, step.owner, values))
+        progress.advance(bytes=item.result.bytes_received if item.result else 0)
+        if len(pending_changes) >= FLUSH_EVERY or time.monotonic() - last_flush > FLUSH_AFTER_S:
+            runtime.ledger.apply(pending_changes)
+            pending_changes.clear()
+            last_flush = time.monotonic()
+            crash_point(AFTER_DOWNLOAD_LEDGER)
+    runtime.ledger.apply(pending_changes)
+    crash_point(AFTER_DOWNLOAD_LEDGER)
 
 
 class _Turns:

@@ -206,13 +206,15 @@ class Ledger:
     def claim(
         self, *, source_key: SourceScope, day: str | None, owner: str, lease_s: float, limit: int | None = None,
         states: Sequence[str] = (DISCOVERED, RETRY_WAIT), run_id: str | None = None, ignore_backoff: bool = False,
-        shard: tuple[int, int] | None = None,
+        shard: tuple[int, int] | None = None, claimed_before: float | None = None,
     ) -> list[Task]:
         """Lease claimable rows to `owner`. Rows leased by a worker whose lease
         expired are claimable again: that worker is presumed dead.
 
         shard: (index, count): only rows whose id is index modulo count, so
         `count` processes can split one list without racing for the same rows.
+        claimed_before: only rows not claimed since then (a step claiming in batches
+        does not take back a row it already tried).
         """
         now = time.time()
         ready = [T.c.state == DISCOVERED]
@@ -226,6 +228,8 @@ class Ledger:
         if shard is not None:
             index, count = shard
             query = query.where(T.c.id % count == index)
+        if claimed_before is not None:
+            query = query.where(or_(T.c.claimed_at.is_(None), T.c.claimed_at < claimed_before))
         query = query.order_by(T.c.id).limit(limit or CLAIM_LIMIT)
         if self.engine.dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
