@@ -705,7 +705,7 @@ def _time_sensors(sources: Path, workdir: Path, ledger_url: str, backend: str) -
 
     from media_crawler.config import LEDGER_ENV, load_config
     from media_crawler.defs.jobs import build_automation, build_crawl_job
-    from media_crawler.defs.resources import CrawlerResource, reset_runtimes
+    from media_crawler.defs.resources import CrawlerResource
     from media_crawler.deploy.workers import WorkerPlan, render_instance_yaml
 
     data = yaml.safe_load(sources.read_text())
@@ -722,7 +722,6 @@ def _time_sensors(sources: Path, workdir: Path, ledger_url: str, backend: str) -
     else:
         (home / "dagster.yaml").write_text(render_instance_yaml(REPO / "media_crawler" / "instance" / "dagster.yaml", WorkerPlan(4)))
     os.environ[LEDGER_ENV] = ledger_url
-    reset_runtimes()
     try:
         config = load_config(config_path)
         layout = config.layout
@@ -732,9 +731,10 @@ def _time_sensors(sources: Path, workdir: Path, ledger_url: str, backend: str) -
             for label, sensor_def in (("registration_first", registration), ("registration_steady", registration),
                                       ("registration_steady_2", registration), ("unfinished", unfinished),
                                       ("unfinished_2", unfinished)):
-                context = build_sensor_context(instance=instance, resources={"crawler": CrawlerResource(config_path=str(config_path))})
                 t = time.perf_counter()
-                value = sensor_def(context)
+                with build_sensor_context(instance=instance,
+                                          resources={"crawler": CrawlerResource(config_path=str(config_path))}) as context:
+                    value = sensor_def(context)
                 value = list(value) if not hasattr(value, "skip_message") and isinstance(value, (list, tuple)) else value
                 result[f"{label}_s"] = time.perf_counter() - t
                 result[f"{label}_result"] = (f"{len(value)} run requests" if isinstance(value, list)
@@ -743,7 +743,6 @@ def _time_sensors(sources: Path, workdir: Path, ledger_url: str, backend: str) -
     finally:
         os.environ.pop(LEDGER_ENV, None)
         os.environ.pop("DAGSTER_PG_URL", None)
-        reset_runtimes()
 
 
 def run_row(name: str, keep: bool = False) -> dict:
