@@ -19,3 +19,16 @@ def ensure_dagster_home(home: Path) -> Path:
     if not (path / "dagster.yaml").exists():
         shutil.copyfile(INSTANCE_TEMPLATE, path / "dagster.yaml")
     return path
+
+
+def local_instance():
+    """The Dagster instance a command works with: $DAGSTER_HOME's as it is, else the local
+    home's (<MEDIA_CRAWLER_HOME>/dagster_home, made with the project's settings on first
+    use), so `media-crawler crawl` works on a fresh machine as `demo` does."""
+    from dagster import DagsterInstance
+
+    from media_crawler.config import home_dir
+
+    if dagster_home_env() is None:
+        ensure_dagster_home(home_dir())
+    return DagsterInstance.get()

@@ -64,8 +64,9 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
     """Run the shard partitions holding `source_keys` (or the given `shards`; default:
     every shard holding a configured source) for each day.
     progress_sinks: where partitions done/total, bytes, rate and ETA go (observe/progress.py)."""
-    from dagster import DagsterInstance, materialize
+    from dagster import materialize
 
+    from media_crawler.dagster_home import local_instance
     from media_crawler.defs.partitions import partition_key
     from media_crawler.defs.resources import CrawlerResource
     from media_crawler.definitions import crawl_assets_for
@@ -74,7 +75,7 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
     from media_crawler.recovery.runs import fail_dead_runs, process_tags
 
     config = load_config(config_path)
-    instance = instance or DagsterInstance.get()
+    instance = instance or local_instance()
     # Runs a killed predecessor left STARTED are failed first, so they read as failed, not running.
     fail_dead_runs(instance)
     keys = prepare_home(instance, config)

@@ -90,14 +90,13 @@ def plan_reruns(instance, config, since: timedelta) -> tuple[list[Rerun], list[s
 
 def rerun(config_path: str, instance=None, since: timedelta = timedelta(hours=24), dry_run: bool = False,
           out=None) -> int:
-    from dagster import DagsterInstance
-
+    from media_crawler.dagster_home import local_instance
     from media_crawler.commands.crawl import crawl
     from media_crawler.recovery.runs import fail_dead_runs
 
     out = out or sys.stderr
     config = load_config(config_path)
-    instance = instance or DagsterInstance.get()
+    instance = instance or local_instance()
     for run in fail_dead_runs(instance):
         print(f"run {run.run_id[:8]} ({run.tags.get('dagster/partition', '?')}): its process is gone; "
               "marked failed", file=out)

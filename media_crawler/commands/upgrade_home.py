@@ -22,8 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, instance=None, out=None) -> int:
-    from dagster import DagsterInstance
-
+    from media_crawler.dagster_home import local_instance
     from media_crawler.pipeline.layout import check_layout, old_source_partitions, upgrade_home
     from media_crawler.recovery.runs import in_flight_partitions
     from media_crawler.store.ledger import Ledger
@@ -32,7 +31,7 @@ def run(args: argparse.Namespace, instance=None, out=None) -> int:
 
     out = out or sys.stdout
     config = load_config(args.config)
-    instance = instance or DagsterInstance.get()
+    instance = instance or local_instance()
     ledger = Ledger(config.ledger_url)
     old_partitions = old_source_partitions(instance)
     legacy = LEGACY_LAYOUT in recorded_layout(ledger)

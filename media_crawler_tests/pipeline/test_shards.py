@@ -183,3 +183,12 @@ def test_a_home_made_with_per_source_partitions_is_refused_until_upgraded(crawl_
     assert states["gone"] == 1 and states["committed"] > 0
     assert upgrade_home.run(Args(), instance=instance) == 0
     assert "nothing to do" in capsys.readouterr().out
+
+
+def test_crawl_makes_its_dagster_home_when_none_is_set(crawl_home, simulator, monkeypatch, capsys):
+    """A new user's first `media-crawler crawl` works without DAGSTER_HOME, as `demo` does."""
+    path = write_recovery_config(crawl_home, simulator, [{"urls": f"{simulator.base_url}/urls/demo.json"}])
+    monkeypatch.setenv("DAGSTER_HOME", "recorded, so that the home crawl sets is undone after the test")
+    monkeypatch.delenv("DAGSTER_HOME")
+    assert cli_main(["crawl", "--config", str(path), "--day", DAY]) == 0, capsys.readouterr().err[-2000:]
+    assert (crawl_home / "dagster_home" / "dagster.yaml").is_file()
