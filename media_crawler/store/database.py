@@ -160,13 +160,17 @@ def _v3_wait_columns(conn: Connection) -> None:
     # default: PostgreSQL and SQLite add them to the catalog without rewriting a row,
     # so a large ledger is upgraded at once (PostgreSQL holds the table's lock only
     # for that moment, after the writes in flight).
-    present = {column["name"] for column in inspect(conn).get_columns(schema.tasks.name)}
-    for name in schema.COLUMNS_SINCE[3]:
-        if name in present:
-            continue
-        column = schema.tasks.c[name]
-        kind = column.type.compile(dialect=conn.dialect)
-        conn.exec_driver_sql(f'ALTER TABLE "{schema.tasks.name}" ADD COLUMN "{name}" {kind}')
+    _add_missing_columns(conn, schema.tasks, schema.COLUMNS_SINCE[3])
+
+
+def _add_missing_columns(conn: Connection, table: Table, names: Iterable[str]) -> None:
+    """ALTER TABLE ADD COLUMN for each of `names` the table does not have yet (a table
+    created at the new version has them already: create_all made them)."""
+    present = {column["name"] for column in inspect(conn).get_columns(table.name)}
+    for name in names:
+        if name not in present:
+            kind = table.c[name].type.compile(dialect=conn.dialect)
+            conn.exec_driver_sql(f'ALTER TABLE "{table.name}" ADD COLUMN "{name}" {kind}')
 
 
 def _v4_partition_layout(conn: Connection) -> None:
@@ -187,10 +191,7 @@ def _v5_item_feed_errors(conn: Connection) -> None:
     # Item-level feed errors are recorded (mc_feed_errors.item_id): a nullable column
     # without default, a change of the catalog only, as in version 3.
     for table_name, name in schema.OTHER_COLUMNS_SINCE[5]:
-        if name in {column["name"] for column in inspect(conn).get_columns(table_name)}:
-            continue
-        kind = schema.metadata.tables[table_name].c[name].type.compile(dialect=conn.dialect)
-        conn.exec_driver_sql(f'ALTER TABLE "{table_name}" ADD COLUMN "{name}" {kind}')
+        _add_missing_columns(conn, schema.metadata.tables[table_name], [name])
 
 
 def _v6_lease_index(conn: Connection) -> None:

@@ -1,9 +1,6 @@
 """A feed that answers 429 with Retry-After: its step comes back after the time asked, and the platform slows down."""
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 import yaml
 
@@ -13,28 +10,16 @@ from media_crawler.models import DayWindow
 from media_crawler.pipeline.discover import discover_sources
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.store.schema import rate_budget
+from media_crawler_tests.one_answer_server import one_answer_server
 
 DAY = "2026-11-27"
 RETRY_AFTER_S = 30
 
 
-class RateLimited(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        self.send_response(429)
-        self.send_header("Retry-After", str(RETRY_AFTER_S))
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *_args):
-        pass
-
-
 @pytest.fixture
 def limited_feed():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RateLimited)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with one_answer_server(429, headers={"Retry-After": str(RETRY_AFTER_S)}) as origin:
+        yield origin
 
 
 def test_a_rate_limited_feed_is_retried_after_its_retry_after_and_slows_its_platform(crawl_home, limited_feed):

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
@@ -15,30 +13,16 @@ from media_crawler.commands.crawl import crawl
 from media_crawler.config import load_config
 from media_crawler.store.ledger import Ledger
 from media_crawler.store.schema import feed_errors as F
+from media_crawler_tests.one_answer_server import one_answer_server
 
 DAY = "2026-11-27"
 FEED = {"items": [{"url": "/media/a.jpg", "sha256": "not-a-digest", "size": 10}]}
 
 
-class BadItemFeed(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        body = json.dumps(FEED).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_args):
-        pass
-
-
 @pytest.fixture
 def bad_item_feed():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), BadItemFeed)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with one_answer_server(200, json.dumps(FEED).encode(), {"Content-Type": "application/json"}) as origin:
+        yield origin
 
 
 def unresolved(ledger: Ledger) -> list:
