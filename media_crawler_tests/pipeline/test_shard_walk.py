@@ -1,0 +1,78 @@
+"""A shard's feeds are walked several at once (a real API answers in 100-300 ms), and
+a failing one still stops none of the others, in the order the sources are listed."""
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import yaml
+
+from media_crawler.config import load_config
+from media_crawler.models import DayWindow
+from media_crawler.pipeline.discover import discover_sources
+from media_crawler.pipeline.runtime import Runtime
+
+DAY = "2026-11-27"
+ANSWER_S = 0.2  # every feed answer takes this long, as a platform's API does
+
+
+@contextmanager
+def slow_feed_server():
+    """Answers every feed with an empty list after ANSWER_S (404 for paths naming 'broken');
+    `peak` is the most requests it held at once."""
+    lock = threading.Lock()
+    state = {"in_flight": 0, "peak": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            with lock:
+                state["in_flight"] += 1
+                state["peak"] = max(state["peak"], state["in_flight"])
+            time.sleep(ANSWER_S)
+            with lock:
+                state["in_flight"] -= 1
+            status, body = (404, b"{}") if "broken" in self.path else (200, b"[]")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", state
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_shards_feeds_are_walked_at_once_and_a_broken_one_stops_none(crawl_home):
+    with slow_feed_server() as (origin, served):
+        crawl_home.mkdir(parents=True, exist_ok=True)
+        names = ["a", "b", "broken", "c", "d", "e", "f", "g"]
+        path = crawl_home / "sources.yaml"
+        path.write_text(yaml.safe_dump({
+            "sources": [{"urls": f"{origin}/{name}.json"} for name in names], "allow_hosts": [origin],
+            "platforms": {"urls": {"rate": 1000, "burst": 1000}}, "store": str(crawl_home / "store"),
+            "ledger_url": f"sqlite:///{crawl_home / 'ledger.db'}"}))
+        config = load_config(path)
+        runtime = Runtime.from_config(config)
+        try:
+            found = discover_sources(runtime, config.sources, DayWindow.parse(DAY), run_id="run-1")
+            assert served["peak"] >= 2, "the feeds were walked one after another"
+            assert served["peak"] <= runtime.download_threads
+            broken = config.sources[names.index("broken")].key
+            assert [failure.source_key for failure in found.failures] == [broken]
+            assert found.feeds_walked == len(names) - 1
+
+            # The step's retry walks again only the feed that failed in this run.
+            again = discover_sources(runtime, config.sources, DayWindow.parse(DAY), run_id="run-1")
+            assert (again.feeds_already_done, again.feeds_walked, len(again.failures)) == (len(names) - 1, 0, 1)
+        finally:
+            runtime.close()
