@@ -55,30 +55,30 @@ def time_command(argv: list[str], config: str, repeat: int, env: dict[str, str])
 def per_query(config_path: str, repeat: int) -> list[tuple[str, float]]:
     sys.path.insert(0, str(ROOT))
     from media_crawler.models import PLATFORMS
-    from media_crawler.observe import failures, ledger_stats
+    from media_crawler.store.reports import counts, delay_fold, delays, failures, platform_signals, waiting
     from media_crawler.observe.target import observed_config
     from media_crawler.store.ledger import Ledger
 
     config = observed_config(config_path)
     engine = Ledger(config.ledger_url).engine
     now = time.time()
-    binding = ledger_stats.binding_budgets(engine, now)
+    binding = platform_signals.binding_budgets(engine, now)
     reads = [
-        ("state_counts", lambda: ledger_stats.state_counts(engine)),
-        ("backlog", lambda: ledger_stats.backlog(engine, now)),
-        ("committed_totals(all)", lambda: ledger_stats.committed_totals(engine)),
-        ("committed_totals(1h)", lambda: ledger_stats.committed_totals(engine, since=now - 3600)),
-        ("finished_outcomes", lambda: ledger_stats.finished_outcomes(engine)),
-        ("last_commit_at", lambda: ledger_stats.last_commit_at(engine)),
-        ("failing_items", lambda: ledger_stats.failing_items(engine)),
-        ("unresolved_feed_errors", lambda: ledger_stats.unresolved_feed_errors(engine)),
-        ("platform_health", lambda: ledger_stats.platform_health(engine, now, PLATFORMS)),
-        ("platform_outage", lambda: ledger_stats.platform_outage(engine, now, PLATFORMS)),
-        ("expired_leases", lambda: ledger_stats.expired_leases(engine, now)),
-        ("waiting", lambda: ledger_stats.waiting(engine, now, binding)),
-        ("stage_delays", lambda: ledger_stats.stage_delays(engine, now)),
-        ("delay_histograms(fold kept)", lambda: ledger_stats.CommittedDelays(engine).current(now)),
-        ("delay_histograms(no fold)", lambda: ledger_stats.CommittedDelays(engine, persist=False).current(now)),
+        ("state_counts", lambda: counts.state_counts(engine)),
+        ("backlog", lambda: counts.backlog(engine, now)),
+        ("committed_totals(all)", lambda: counts.committed_totals(engine)),
+        ("committed_totals(1h)", lambda: counts.committed_totals(engine, since=now - 3600)),
+        ("finished_outcomes", lambda: counts.finished_outcomes(engine)),
+        ("last_commit_at", lambda: counts.last_commit_at(engine)),
+        ("failing_items", lambda: counts.failing_items(engine)),
+        ("unresolved_feed_errors", lambda: counts.unresolved_feed_errors(engine)),
+        ("platform_health", lambda: platform_signals.platform_health(engine, now, PLATFORMS)),
+        ("platform_outage", lambda: platform_signals.platform_outage(engine, now, PLATFORMS)),
+        ("expired_leases", lambda: counts.expired_leases(engine, now)),
+        ("waiting", lambda: waiting.waiting(engine, now, binding)),
+        ("stage_delays", lambda: delays.stage_delays(engine, now)),
+        ("delay_histograms(fold kept)", lambda: delay_fold.CommittedDelays(engine).current(now)),
+        ("delay_histograms(no fold)", lambda: delay_fold.CommittedDelays(engine, persist=False).current(now)),
         ("failure_report", lambda: failures.failure_report(engine, now=now)),
         ("failure_report(--since 1h)", lambda: failures.failure_report(engine, now=now, since=now - 3600)),
     ]

@@ -17,7 +17,7 @@ them. The workload (seeded, so both backends hold the same rows):
   downloading 0.5 % (a third with expired leases), downloaded / verified 0.1 % each,
   retry_wait 1.4 % (backoff ahead or due), failed 1 %, gone 1 %;
 - error classes by state (transient ones in retry_wait, alerting / exhausted ones in
-  failed, not_found in gone), wait reasons as the stages write them (observe/waits.py),
+  failed, not_found in gone), wait reasons as the stages write them (store/waits.py),
   canonical and signed media URLs, sha256 and sizes, run ids per partition run;
 - some hundreds of feed-page errors (mostly resolved) and a rate budget per platform.
 

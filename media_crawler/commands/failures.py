@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from media_crawler.commands.durations import since_to_epoch
-    from media_crawler.observe.failures import failure_report
+    from media_crawler.store.reports.failures import failure_report
     from media_crawler.observe.target import observed_config
     from media_crawler.store.ledger import Ledger
 

@@ -1,7 +1,7 @@
 """`media-crawler status [--json] [--config sources.yaml] [--no-dagster]`: is the crawler keeping up?
 
 Backlog by state and age, why items wait (one reason each, per platform, with
-the oldest age: observe/waits.py), throughput over the last hour, per-platform
+the oldest age: store/waits.py), throughput over the last hour, per-platform
 health (auth failures, rate limited since when, down or degraded since when),
 items leased by workers that no longer renew their lease ("uncertain"),
 p50/p95 of each stage delay, Dagster's queued runs, run queue delay and step

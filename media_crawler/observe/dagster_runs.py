@@ -3,7 +3,7 @@
 - Queued runs: runs created and not yet dequeued (QUEUED, NOT_STARTED), per
   platform, with the age of the oldest; the partitions they are for turn
   those partitions' ready items from `awaiting_run` into `run_queued`, and
-  partitions with a run in flight into `step_pending` (ledger_stats.refine_with_runs).
+  partitions with a run in flight into `step_pending` (wait_summary.refine_with_runs).
 - Run queue delay: created -> started (the run record's create_timestamp and
   start_time): how long the run coordinator held the run.
 - Step start delay: a step's STEP_START after the event that let it start
@@ -27,11 +27,12 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 from media_crawler.config import dagster_home_env, environment_value
 from media_crawler.models import platform_names
-from media_crawler.observe.ledger_stats import DELAY_BUCKETS, DELAY_WINDOW_S, _round, percentile
+from media_crawler.store.dagster_tables import STEP_EVENT_KINDS, RunRow, SqlRunStorage
+from media_crawler.store.reports.delays import DELAY_BUCKETS, DELAY_WINDOW_S, _round, percentile
 
 PLATFORM_TAG = "media_crawler/platform"  # deploy/workers.py
 PARTITION_TAG = "dagster/partition"  # 'day|source_key'
@@ -47,7 +48,6 @@ UPDATE_MARGIN_S = 5.0  # run records updated this close to the last look are loo
 WAITING_STATUSES = ("QUEUED", "NOT_STARTED")
 IN_FLIGHT_STATUSES = (*WAITING_STATUSES, "STARTING", "STARTED")
 FINISHED_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")
-STEP_EVENT_KINDS = ("PIPELINE_START", "STEP_START", "STEP_SUCCESS")  # RUN_START is stored as PIPELINE_START
 
 
 def instance_from_environment():
@@ -60,7 +60,7 @@ def instance_from_environment():
         return None, "DAGSTER_HOME is not set"
     if not Path(home).is_dir():
         return None, f"DAGSTER_HOME {home} does not exist"
-    storage = SqlRunStorage.for_home(Path(home))
+    storage = sql_run_storage_for_home(Path(home))
     if storage is not None:
         return storage, None
     from dagster import DagsterInstance
@@ -68,167 +68,46 @@ def instance_from_environment():
     return DagsterInstance.get(), None
 
 
-class RunRow(NamedTuple):
-    """What these reads use of a run record."""
-    run_id: str
-    status: str  # a DagsterRunStatus value
-    tags: dict[str, str]
-    create_timestamp: float | None
-    update_timestamp: float | None
-    start_time: float | None
+def sql_run_storage_for_home(home: Path) -> "SqlRunStorage | None":
+    """The storage dagster.yaml in `home` names, when it is SQL tables this can read; else None."""
+    config_path = home / "dagster.yaml"
+    config: Any = {}
+    if config_path.is_file():
+        import yaml
 
-
-def _naive_utc(value: datetime | None) -> float | None:
-    return None if value is None else value.replace(tzinfo=timezone.utc).timestamp()
-
-
-class SqlRunStorage:
-    """Dagster's run and event-log tables read with SQL (read only; no Dagster import).
-
-    runs_url: the database of the `runs` table; event_logs_url: the database of
-    `event_logs` when it is one (PostgreSQL), else event_logs_dir holds one SQLite
-    file per run (`<run_id>.db`, Dagster's default SqliteEventLogStorage). A SQLite
-    file not created yet is an instance with no runs (nothing is created here)."""
-
-    def __init__(self, runs_url: str, event_logs_url: str | None = None, event_logs_dir: Path | None = None,
-                 runs_path: Path | None = None) -> None:
-        from sqlalchemy import Column, DateTime, Float, Integer, MetaData, String, Table, Text
-
-        self.runs_url, self.event_logs_url, self.event_logs_dir, self.runs_path = \
-            runs_url, event_logs_url, event_logs_dir, runs_path
-        metadata = MetaData()
-        self.runs_table = Table("runs", metadata, Column("id", Integer), Column("run_id", String),
-                                Column("status", String), Column("run_body", Text),
-                                Column("create_timestamp", DateTime), Column("update_timestamp", DateTime),
-                                Column("start_time", Float))
-        self.events_table = Table("event_logs", metadata, Column("id", Integer), Column("run_id", String),
-                                  Column("event", Text), Column("dagster_event_type", Text))
-        self._engines: dict[str, Any] = {}
-
-    @classmethod
-    def for_home(cls, home: Path) -> "SqlRunStorage | None":
-        """The storage dagster.yaml in `home` names, when it is SQL tables this can read; else None."""
-        config_path = home / "dagster.yaml"
-        config: Any = {}
-        if config_path.is_file():
-            import yaml
-
-            try:
-                config = yaml.load(config_path.read_text(encoding="utf-8"),
-                                   Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
-            except (OSError, yaml.YAMLError):
-                return None
-        if not isinstance(config, dict):
+        try:
+            config = yaml.load(config_path.read_text(encoding="utf-8"),
+                               Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+        except (OSError, yaml.YAMLError):
             return None
-        if any(key in config for key in ("run_storage", "event_log_storage", "local_artifact_storage")):
-            return None  # configurable classes: let Dagster resolve them
-        storage = config.get("storage")
-        if storage is None:
-            return cls.sqlite(home)
-        if not isinstance(storage, dict) or len(storage) != 1:
-            return None
-        (kind, settings), = storage.items()
-        settings = settings or {}
-        if kind == "sqlite" and isinstance(settings, dict):
-            base = _string_source(settings.get("base_dir"))
-            return cls.sqlite(Path(base)) if base else None
-        if kind == "postgres" and isinstance(settings, dict):
-            url = _postgres_url(settings)
-            if url is None:
-                return None
-            from media_crawler.scrub import register_secret
-            from media_crawler.store.database import normalize_url
-
-            try:
-                from sqlalchemy.engine import make_url
-
-                register_secret(make_url(url).password)  # an error quoting the DSN is shown by `status`
-            except Exception:  # not a URL SQLAlchemy reads: Dagster would fail on it too
-                return None
-            url = normalize_url(url)
-            return cls(url, event_logs_url=url)
+    if not isinstance(config, dict):
         return None
+    if any(key in config for key in ("run_storage", "event_log_storage", "local_artifact_storage")):
+        return None  # configurable classes: let Dagster resolve them
+    storage = config.get("storage")
+    if storage is None:
+        return SqlRunStorage.sqlite(home)
+    if not isinstance(storage, dict) or len(storage) != 1:
+        return None
+    (kind, settings), = storage.items()
+    settings = settings or {}
+    if kind == "sqlite" and isinstance(settings, dict):
+        base = _string_source(settings.get("base_dir"))
+        return SqlRunStorage.sqlite(Path(base)) if base else None
+    if kind == "postgres" and isinstance(settings, dict):
+        url = _postgres_url(settings)
+        if url is None:
+            return None
+        from media_crawler.scrub import register_secret
+        from media_crawler.store.database import normalize_url
+        from media_crawler.store.url_parts import is_database_url, url_password
 
-    @classmethod
-    def sqlite(cls, base: Path) -> "SqlRunStorage":
-        """Dagster's SQLite layout under `base` (DagsterSqliteStorage): history/runs.db, history/runs/<run_id>.db."""
-        runs_path = base / "history" / "runs.db"
-        return cls(f"sqlite:///{runs_path}", event_logs_dir=base / "history" / "runs", runs_path=runs_path)
-
-    def _engine(self, url: str):
-        engine = self._engines.get(url)
-        if engine is None:
-            from sqlalchemy import create_engine
-            from sqlalchemy.pool import NullPool
-
-            engine = self._engines[url] = create_engine(url, poolclass=NullPool)
-        return engine
-
-    def runs(self, statuses: tuple[str, ...] | None = None, created_after: float | None = None,
-             updated_after: float | None = None, limit: int | None = None, order_by: str = "id",
-             ascending: bool = False) -> list[RunRow]:
-        """Run records as DagsterInstance.get_run_records filters and orders them (newest first by default)."""
-        from sqlalchemy import select
-
-        if self.runs_path is not None and not self.runs_path.is_file():
-            return []
-        R = self.runs_table
-        query = select(R.c.run_id, R.c.status, R.c.run_body, R.c.create_timestamp, R.c.update_timestamp,
-                       R.c.start_time)
-        if statuses:
-            query = query.where(R.c.status.in_(statuses))
-        if created_after is not None:
-            query = query.where(R.c.create_timestamp > datetime.fromtimestamp(created_after, tz=timezone.utc)
-                                .replace(tzinfo=None))
-        if updated_after is not None:
-            query = query.where(R.c.update_timestamp > datetime.fromtimestamp(updated_after, tz=timezone.utc)
-                                .replace(tzinfo=None))
-        column = R.c[order_by]
-        query = query.order_by(column.asc() if ascending else column.desc())
-        if limit:
-            query = query.limit(limit)
-        with self._engine(self.runs_url).connect() as conn:
-            rows = conn.execute(query).fetchall()
-        return [RunRow(run_id, status, _run_tags(body), _naive_utc(created), _naive_utc(updated),
-                       None if started is None else float(started))
-                for run_id, status, body, created, updated, started in rows]
-
-    def step_events(self, run_ids: list[str]) -> dict[str, list[tuple[str, float, str | None]]]:
-        """run id -> [(event type, timestamp, step key)] of its RUN_START, STEP_START and STEP_SUCCESS, in order."""
-        from sqlalchemy import select
-
-        E = self.events_table
-        query = select(E.c.run_id, E.c.dagster_event_type, E.c.event).where(
-            E.c.dagster_event_type.in_(STEP_EVENT_KINDS))
-        result: dict[str, list[tuple[str, float, str | None]]] = {run_id: [] for run_id in run_ids}
-        if not run_ids:
-            return result
-        if self.event_logs_url is not None:
-            # One read for every run (PostgreSQL: the run_id index bounds it).
-            with self._engine(self.event_logs_url).connect() as conn:
-                rows = conn.execute(query.where(E.c.run_id.in_(run_ids)).order_by(E.c.id)).fetchall()
-        else:
-            rows = []
-            for run_id in run_ids:  # one SQLite file per run
-                path = self.event_logs_dir / f"{run_id}.db"
-                if not path.is_file():
-                    continue
-                engine = self._engine(f"sqlite:///{path}")
-                try:
-                    with engine.connect() as conn:
-                        rows.extend(conn.execute(query.order_by(E.c.id)).fetchall())
-                finally:
-                    engine.dispose()
-                    self._engines.pop(f"sqlite:///{path}", None)
-        for run_id, kind, body in rows:
-            entry = json.loads(body)
-            result.setdefault(run_id, []).append((kind, float(entry["timestamp"]), entry.get("step_key")))
-        return result
-
-    def dispose(self) -> None:
-        for engine in self._engines.values():
-            engine.dispose()
-        self._engines.clear()
+        if not is_database_url(url):
+            return None  # Dagster would fail on it too
+        register_secret(url_password(url))  # an error quoting the DSN is shown by `status`
+        url = normalize_url(url)
+        return SqlRunStorage(url, event_logs_url=url)
+    return None
 
 
 class ApiRunStorage:

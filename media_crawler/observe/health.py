@@ -20,15 +20,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from sqlalchemy import text
-from sqlalchemy.engine import Engine
-
 from media_crawler.config import CrawlConfig
 from media_crawler.models import platform_names
-from media_crawler.observe import ledger_stats
+from media_crawler.store.reports import platform_signals
 from media_crawler.scrub import scrub_text
 from media_crawler.observe.status import disk_usage
-from media_crawler.store import schema
+from media_crawler.store.database import Engine
+from media_crawler.store.reports import probes
 
 
 class CheckFailed(Exception):
@@ -58,7 +56,7 @@ def _timed(check: Callable[[], Any]) -> tuple[bool, str, float]:
 
 
 def live(engine: Engine) -> ProbeResult:
-    passed, detail, ms = _timed(lambda: _select_one(engine))
+    passed, detail, ms = _timed(lambda: probes.select_one(engine))
     reason = f"database answered in {ms:.0f} ms" if passed else f"database did not answer: {detail}"
     return ProbeResult("live", passed, reason, {"database": {"ok": passed, "ms": round(ms, 1)}})
 
@@ -74,7 +72,7 @@ def ready(engine: Engine, config: CrawlConfig, now: float | None = None) -> Prob
         if not passed:
             failures.append(f"{failure}: {detail}")
 
-    record("database_writable", lambda: _probe_write(engine), "database not writable")
+    record("database_writable", lambda: probes.probe_write(engine), "database not writable")
     record("store_writable", lambda: _probe_store(config), "store not writable")
     record("disk_free", lambda: _disk_above_minimum(config), "disk below min_free_bytes")
     record("platform_auth", lambda: _no_auth_failures(engine, now), "platform in auth failure")
@@ -84,23 +82,6 @@ def ready(engine: Engine, config: CrawlConfig, now: float | None = None) -> Prob
     if outages.get("platforms"):
         reason += "; " + outages["detail"] + " (not gating readiness)"
     return ProbeResult("ready", not failures, reason, checks)
-
-
-def _select_one(engine: Engine) -> None:
-    with engine.connect() as conn:
-        conn.execute(text("SELECT 1")).scalar_one()
-
-
-def _probe_write(engine: Engine) -> str:
-    """Insert a throwaway cursor row and roll it back: a real write (lock, WAL or journal), no trace left."""
-    with engine.connect() as conn:
-        transaction = conn.begin()
-        try:
-            conn.execute(schema.cursors.insert().values(
-                source_key="__health__", name=uuid.uuid4().hex[:16], value="probe", updated_at=time.time()))
-        finally:
-            transaction.rollback()
-    return "insert rolled back"
 
 
 def _probe_store(config: CrawlConfig) -> str:
@@ -126,12 +107,12 @@ def _disk_above_minimum(config: CrawlConfig) -> str:
 
 
 def _platform_outages(engine: Engine, now: float) -> dict[str, Any]:
-    """Platforms down or degraded (ledger_stats.platform_outage), since when. Always ok:
+    """Platforms down or degraded (platform_signals.platform_outage), since when. Always ok:
     shown, not gating (see the module docstring)."""
-    from media_crawler.observe.logging import utc_timestamp
+    from media_crawler.timestamps import utc_timestamp
 
     def check() -> dict[str, Any]:
-        outage = ledger_stats.platform_outage(engine, now, platform_names())
+        outage = platform_signals.platform_outage(engine, now, platform_names())
         return {name: {"state": entry["outage_state"], "since": utc_timestamp(entry["outage_since"]),
                        "failure_ratio_1h": entry["failure_ratio_1h"]}
                 for name, entry in outage.items() if entry["outage_state"] != "ok"}
@@ -145,7 +126,7 @@ def _platform_outages(engine: Engine, now: float) -> dict[str, Any]:
 
 
 def _no_auth_failures(engine: Engine, now: float) -> str:
-    health = ledger_stats.platform_health(engine, now, platform_names())
+    health = platform_signals.platform_health(engine, now, platform_names())
     failing = sorted(name for name, entry in health.items() if entry["auth_failures_1h"])
     if failing:
         raise CheckFailed(", ".join(f"{name} ({health[name]['auth_failures_1h']} in the last hour)" for name in failing))

@@ -19,6 +19,7 @@ import time
 
 from media_crawler.config import worker_name_override
 from media_crawler.scrub import scrub_text
+from media_crawler.timestamps import utc_timestamp
 
 # Attributes every LogRecord has; anything else was passed as `extra=` and is ours.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
@@ -84,28 +85,6 @@ LOG_LAG = LogLag()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=LOG_LAG._after_fork_in_child)
 _PRE_SCRUBBED = "_mc_scrubbed"  # observe/events.py marks item records whose strings it scrubbed
-
-
-def utc_timestamp(epoch: float) -> str:
-    """ISO 8601, UTC, milliseconds, `Z`: sorts as text and parses everywhere."""
-    seconds = int(epoch // 1)
-    micros = round((epoch - seconds) * 1e6)  # rounded to the microsecond first, as datetime does
-    if micros >= 1_000_000:
-        seconds, micros = seconds + 1, micros - 1_000_000
-    return f"{_utc_second(seconds)}.{micros // 1000:03d}Z"
-
-
-_last_second: tuple[int, str] = (-1, "")
-
-
-def _utc_second(seconds: int) -> str:
-    """The text up to the second, reused while the second lasts (every log line asks)."""
-    global _last_second
-    cached_seconds, text = _last_second  # one tuple: threads see an old pair or a new one, never a mix
-    if cached_seconds != seconds:
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-        _last_second = (seconds, text)
-    return text
 
 
 class JsonFormatter(logging.Formatter):

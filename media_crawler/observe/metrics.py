@@ -7,9 +7,9 @@ with no shared registry. Labels are bounded: platform, stage, error_class,
 reason, state (and `le`); never URLs, item ids, run ids or worker names.
 
 What Prometheus can aggregate: delays are histograms with fixed buckets
-(ledger_stats.DELAY_BUCKETS), cumulative over every committed item (read in
+(delays.DELAY_BUCKETS), cumulative over every committed item (read in
 full on the first scrape, then only what was committed since:
-ledger_stats.CommittedDelays), so
+delay_fold.CommittedDelays), so
 `histogram_quantile(0.95, sum by (le, stage) (rate(media_crawler_stage_delay_seconds_bucket[1h])))`
 works across instances and over time; outcomes are counters; backlog, oldest
 ages and platform health are gauges. `promtool check metrics` passes on the
@@ -24,18 +24,19 @@ from typing import Callable, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
-from sqlalchemy.engine import Engine
 
 from media_crawler.config import CrawlConfig
 from media_crawler.models import platform_names
-from media_crawler.observe import ledger_stats
+from media_crawler.observe import wait_summary
+from media_crawler.store.reports import counts, delay_fold, delays, platform_signals, waiting
 from media_crawler.observe.status import disk_usage
+from media_crawler.store.database import Engine
 
 PREFIX = "media_crawler"
 HEALTH_STATES = ("ok", "degraded", "down", "rate_limited", "auth_failed")
 
 
-def _buckets(counts: list[int], total: int, bounds: tuple[float, ...] = ledger_stats.DELAY_BUCKETS):
+def _buckets(counts: list[int], total: int, bounds: tuple[float, ...] = delays.DELAY_BUCKETS):
     return [*((floatToGoString(bound), count) for bound, count in zip(bounds, counts)), ("+Inf", total)]
 
 
@@ -46,7 +47,7 @@ class LedgerCollector(Collector):
                  instance=None) -> None:
         self.engine, self.config, self.clock, self.instance = engine, config, clock, instance
         self._run_delays = None
-        self._delays = ledger_stats.CommittedDelays(engine)
+        self._delays = delay_fold.CommittedDelays(engine)
         self._lock = threading.Lock()  # the HTTP server answers scrapes on threads; the run delays are state
 
     def collect(self) -> Iterator[Metric]:
@@ -69,11 +70,11 @@ class LedgerCollector(Collector):
     def _from_ledger(self, now: float, runs) -> Iterator[Metric]:
         items = GaugeMetricFamily(f"{PREFIX}_items", "Ledger rows (media variants) per platform and state.",
                                   labels=["platform", "state"])
-        for (platform, state), count in sorted(ledger_stats.state_counts(self.engine).items()):
+        for (platform, state), count in sorted(counts.state_counts(self.engine).items()):
             items.add_metric([platform, state], count)
         yield items
 
-        committed = ledger_stats.committed_totals(self.engine)
+        committed = counts.committed_totals(self.engine)
         items_total = CounterMetricFamily(f"{PREFIX}_committed_items", "Items committed to the store.",
                                           labels=["platform"])
         bytes_total = CounterMetricFamily(f"{PREFIX}_committed_bytes", "Bytes of committed items.", labels=["platform"])
@@ -85,21 +86,21 @@ class LedgerCollector(Collector):
         finished = CounterMetricFamily(
             f"{PREFIX}_items_finished", "Items finished for good, by outcome (state committed or gone) and error class "
             "(none for committed).", labels=["platform", "state", "error_class"])
-        for labels, count in ledger_stats.finished_outcomes(self.engine, committed).items():
+        for labels, count in counts.finished_outcomes(self.engine, committed).items():
             finished.add_metric(list(labels), count)
         yield finished
         last = GaugeMetricFamily(f"{PREFIX}_last_commit_timestamp_seconds",
                                  "Unix time of the latest commit to the store (absent while nothing is committed).")
-        last_at = ledger_stats.last_commit_at(self.engine)
+        last_at = counts.last_commit_at(self.engine)
         if last_at is not None:
             last.add_metric([], last_at)
         yield last
 
         failing = GaugeMetricFamily(f"{PREFIX}_failing_items", "Items failing now, by the stage that failed them.",
                                     labels=["platform", "stage", "error_class", "state"])
-        for labels, count in sorted(ledger_stats.failing_items(self.engine).items()):
+        for labels, count in sorted(counts.failing_items(self.engine).items()):
             failing.add_metric(list(labels), count)
-        for (platform, error_class), count in sorted(ledger_stats.unresolved_feed_errors(self.engine).items()):
+        for (platform, error_class), count in sorted(counts.unresolved_feed_errors(self.engine).items()):
             failing.add_metric([platform, "fetch", error_class, "page"], count)
         yield failing
 
@@ -118,20 +119,20 @@ class LedgerCollector(Collector):
     def _backlog(self, now: float, runs) -> Iterator[Metric]:
         oldest = GaugeMetricFamily(f"{PREFIX}_backlog_oldest_age_seconds",
                                    "Age in its state of the oldest unfinished row, per state.", labels=["state"])
-        for state, entry in sorted(ledger_stats.backlog(self.engine, now).items()):
+        for state, entry in sorted(counts.backlog(self.engine, now).items()):
             oldest.add_metric([state], entry["oldest_age_s"])
         yield oldest
 
-        binding = ledger_stats.binding_budgets(self.engine, now)
+        binding = platform_signals.binding_budgets(self.engine, now)
         # Per partition only where Dagster holds a run for one (refine_with_runs), else per platform and reason.
-        days = ledger_stats.partition_days(runs.queued_partitions, runs.running_partitions) if runs else set()
-        rows = ledger_stats.waiting(self.engine, now, binding, partitions=days)
+        days = wait_summary.partition_days(runs.queued_partitions, runs.running_partitions) if runs else set()
+        rows = waiting.waiting(self.engine, now, binding, partitions=days)
         if days:
-            rows = ledger_stats.refine_with_runs(rows, runs.queued_partitions, runs.running_partitions,
+            rows = wait_summary.refine_with_runs(rows, runs.queued_partitions, runs.running_partitions,
                                                  shard_of=self.config.layout.shard_of)
-        waiting = ledger_stats.summarize_waiting(rows, now)
+        by_reason = wait_summary.summarize_waiting(rows, now)
         count = GaugeMetricFamily(f"{PREFIX}_waiting_items",
-                                  "Unfinished items by why they wait (one reason each, observe/waits.py).",
+                                  "Unfinished items by why they wait (one reason each, store/waits.py).",
                                   labels=["platform", "reason"])
         age = GaugeMetricFamily(f"{PREFIX}_waiting_oldest_age_seconds",
                                 "How long the oldest item waiting for this reason has waited.",
@@ -139,7 +140,7 @@ class LedgerCollector(Collector):
         retry_after = GaugeMetricFamily(f"{PREFIX}_waiting_retry_after_seconds",
                                         "Largest Retry-After the platform sent to an item still in retry backoff.",
                                         labels=["platform"])
-        for reason, entry in waiting.items():
+        for reason, entry in by_reason.items():
             for platform, item in entry["platforms"].items():
                 count.add_metric([platform, reason], item["count"])
                 age.add_metric([platform, reason], item["oldest_age_s"])
@@ -155,7 +156,7 @@ class LedgerCollector(Collector):
             budget.add_metric([platform], 1)
         yield budget
 
-        leases = ledger_stats.expired_leases(self.engine, now)
+        leases = counts.expired_leases(self.engine, now)
         uncertain = GaugeMetricFamily(f"{PREFIX}_uncertain_items",
                                       "Items leased by a worker whose lease expired (the worker stopped renewing).",
                                       labels=["platform"])
@@ -169,7 +170,7 @@ class LedgerCollector(Collector):
         yield uncertain_age
 
     def _platforms(self, now: float) -> Iterator[Metric]:
-        health = ledger_stats.platform_health(self.engine, now, platform_names())
+        health = platform_signals.platform_health(self.engine, now, platform_names())
         limited = GaugeMetricFamily(f"{PREFIX}_platform_rate_limited",
                                     "1 while the platform rate-limits us (errors in the last hour or budget slowed).",
                                     labels=["platform"])

@@ -1,7 +1,7 @@
 """The status document: backlog, why items wait, throughput, platform health, uncertain
 leases, stage delays, Dagster's run queue and step start delays, disk.
 
-One dict, JSON-ready (timestamps as UTC ISO strings), built from ledger_stats
+One dict, JSON-ready (timestamps as UTC ISO strings), built from store/reports/
 (and observe/dagster_runs.py when a Dagster instance is given);
 `media-crawler status` prints it as JSON or as text.
 """
@@ -11,13 +11,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import Engine, make_url
-
 from media_crawler.config import CrawlConfig
 from media_crawler.models import platform_names
-from media_crawler.observe import ledger_stats
-from media_crawler.observe.logging import utc_timestamp
+from media_crawler.observe import wait_summary
+from media_crawler.store.reports import counts, delays, platform_signals, waiting
+from media_crawler.timestamps import utc_timestamp
 from media_crawler.scrub import scrub_text
+from media_crawler.store.database import Engine
+from media_crawler.store.url_parts import redacted_url
 
 
 def disk_usage(store_root: Path, min_free_bytes: int) -> dict[str, Any]:
@@ -35,17 +36,17 @@ def build_status(engine: Engine, config: CrawlConfig, now: float, *, instance=No
     """instance: a DagsterInstance whose run storage says which partitions have a run
     queued or in flight, and how long runs and steps waited to start; without one the
     document says why (`dagster_absent`) and ready items read `awaiting_run`."""
-    counts = ledger_stats.state_counts(engine)
+    by_state = counts.state_counts(engine)
     states: dict[str, int] = {}
-    for (_platform, state), count in counts.items():
+    for (_platform, state), count in by_state.items():
         states[state] = states.get(state, 0) + count
-    last_hour = ledger_stats.committed_totals(engine, since=now - ledger_stats.HOUR_S)
+    last_hour = counts.committed_totals(engine, since=now - counts.HOUR_S)
     items_1h = sum(entry["items"] for entry in last_hour.values())
     bytes_1h = sum(entry["bytes"] for entry in last_hour.values())
-    health = ledger_stats.platform_health(engine, now, platform_names())
-    leases = ledger_stats.expired_leases(engine, now)
-    feed_errors = ledger_stats.unresolved_feed_errors(engine)
-    binding = ledger_stats.binding_budgets(engine, now)
+    health = platform_signals.platform_health(engine, now, platform_names())
+    leases = counts.expired_leases(engine, now)
+    feed_errors = counts.unresolved_feed_errors(engine)
+    binding = platform_signals.binding_budgets(engine, now)
     dagster: dict[str, Any] = {"available": False, "reason": dagster_absent}
     view = None
     if instance is not None:
@@ -57,32 +58,32 @@ def build_status(engine: Engine, config: CrawlConfig, now: float, *, instance=No
         except Exception as exc:  # run storage unreachable: the ledger's part still answers
             view, dagster = None, {"available": False, "reason": scrub_text(f"{type(exc).__name__}: {exc}")[:300]}
     # Per partition only where Dagster holds a run for one (refine_with_runs), else per platform and reason.
-    days = ledger_stats.partition_days(view.queued_partitions, view.running_partitions) if view else set()
-    wait_rows = ledger_stats.waiting(engine, now, binding, partitions=days)
+    days = wait_summary.partition_days(view.queued_partitions, view.running_partitions) if view else set()
+    wait_rows = waiting.waiting(engine, now, binding, partitions=days)
     if days:
-        wait_rows = ledger_stats.refine_with_runs(wait_rows, view.queued_partitions, view.running_partitions,
+        wait_rows = wait_summary.refine_with_runs(wait_rows, view.queued_partitions, view.running_partitions,
                                                   shard_of=config.layout.shard_of)
-    waiting = ledger_stats.summarize_waiting(wait_rows, now)
-    for entry in waiting.values():
+    by_reason = wait_summary.summarize_waiting(wait_rows, now)
+    for entry in by_reason.values():
         entry["oldest_since"] = utc_timestamp(entry["oldest_since"])
         for platform in entry["platforms"].values():
             platform["oldest_since"] = utc_timestamp(platform["oldest_since"])
     return {
         "generated_at": utc_timestamp(now),
-        "ledger": _safe_url(config.ledger_url),
+        "ledger": redacted_url(config.ledger_url),
         "states": dict(sorted(states.items())),
-        "backlog": ledger_stats.backlog(engine, now),
-        "waiting": waiting,
+        "backlog": counts.backlog(engine, now),
+        "waiting": by_reason,
         "rate_budgets_binding": {name: _timestamps(entry, ("slowed_until",)) for name, entry in binding.items()},
         "throughput_1h": {"items_committed": items_1h, "bytes_committed": bytes_1h,
                           "items_per_min": round(items_1h / 60, 2), "bytes_per_s": round(bytes_1h / 3600),
                           "by_platform": last_hour},
-        "platforms": {name: _timestamps(entry, ledger_stats.HEALTH_TIMESTAMPS) for name, entry in health.items()},
+        "platforms": {name: _timestamps(entry, platform_signals.HEALTH_TIMESTAMPS) for name, entry in health.items()},
         "uncertain": _timestamps(leases, ("oldest_expired_at",)),
         "feed_errors_unresolved": {f"{platform}/{error_class}": count
                                    for (platform, error_class), count in sorted(feed_errors.items())},
-        "stage_delays_s": ledger_stats.stage_delays(engine, now),
-        "stage_delay_window_s": ledger_stats.DELAY_WINDOW_S,
+        "stage_delays_s": delays.stage_delays(engine, now),
+        "stage_delay_window_s": delays.DELAY_WINDOW_S,
         "dagster": dagster,
         "disk": disk_usage(config.store_root, config.min_free_bytes),
     }
@@ -90,11 +91,3 @@ def build_status(engine: Engine, config: CrawlConfig, now: float, *, instance=No
 
 def _timestamps(entry: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return {key: (utc_timestamp(value) if key in keys and value is not None else value) for key, value in entry.items()}
-
-
-def _safe_url(url: str) -> str:
-    """The ledger URL without its password (status output is pasted into tickets)."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # an odd URL is still worth showing, minus anything after '@'
-        return url.rsplit("@", 1)[-1]

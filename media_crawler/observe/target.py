@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
 from media_crawler.config import CONFIG_ENV, CrawlConfig, config_from_dict, config_path_default, load_config
 from media_crawler.scrub import register_secret
+from media_crawler.store.url_parts import url_password
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
@@ -29,12 +28,5 @@ def observed_config(explicit_path: str | None) -> CrawlConfig:
         candidate = Path(config_path_default())
         config = load_config(candidate) if candidate.is_file() else config_from_dict({})
     # A database error may quote the DSN; its password must not reach a probe's output.
-    register_secret(_password(config.ledger_url))
+    register_secret(url_password(config.ledger_url))
     return config
-
-
-def _password(url: str) -> str | None:
-    try:
-        return make_url(url).password
-    except Exception:  # not a URL SQLAlchemy can read: nothing to mask
-        return None

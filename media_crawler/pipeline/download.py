@@ -27,7 +27,7 @@ from media_crawler.http import Timeouts
 from media_crawler.models import DayWindow, Source
 from media_crawler.observe.events import correlation, current_correlation, log_item
 from media_crawler.observe.progress import LogSink, Progress
-from media_crawler.observe.waits import halted_values, retry_values
+from media_crawler.store.waits import halted_values, retry_values
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, as_list, source_keys

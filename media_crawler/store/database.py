@@ -155,7 +155,7 @@ def _v2_time_indexes(conn: Connection) -> None:
 
 
 def _v3_wait_columns(conn: Connection) -> None:
-    # Why an unfinished row waits (observe/waits.py). A ledger created at version 3
+    # Why an unfinished row waits (store/waits.py). A ledger created at version 3
     # has them already (create_all), hence the look first. Nullable columns without a
     # default: PostgreSQL and SQLite add them to the catalog without rewriting a row,
     # so a large ledger is upgraded at once (PostgreSQL holds the table's lock only

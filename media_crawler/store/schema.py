@@ -72,7 +72,7 @@ tasks = Table(
     Column("committed_at", Float),
     Column("failed_at", Float),
     Column("updated_at", Float),
-    # Version 3: why an unfinished row waits, where a stage set it (observe/waits.py):
+    # Version 3: why an unfinished row waits, where a stage set it (store/waits.py):
     # the reason, since when, the error class behind it (the one that halted its
     # platform, or its own retried failure) and the server's Retry-After.
     Column("wait_reason", String(24)),

@@ -2,7 +2,7 @@
 import pytest
 from sqlalchemy import insert
 
-from media_crawler.observe.failures import SAMPLE_URLS, failure_report
+from media_crawler.store.reports.failures import SAMPLE_URLS, failure_report
 from media_crawler.store import schema
 
 NOW = 1_800_000_000.0

@@ -6,7 +6,7 @@ from sqlalchemy import select
 
 from media_crawler.cli import main
 from media_crawler.config import load_config
-from media_crawler.observe.logging import utc_timestamp
+from media_crawler.timestamps import utc_timestamp
 from media_crawler.store import schema
 from media_crawler.store.ledger import Ledger
 

@@ -89,7 +89,7 @@ def test_timestamps_match_datetime_to_the_millisecond():
     import random
     from datetime import datetime, timezone
 
-    from media_crawler.observe.logging import utc_timestamp
+    from media_crawler.timestamps import utc_timestamp
 
     rng = random.Random(7)
     for epoch in [0.0, 1.9995, 1.9999996, 1764474000.9999, *(rng.uniform(0, 2e9) for _ in range(2000))]:

@@ -2,8 +2,8 @@
 once and its group limit, the delay histograms' fold kept in the ledger, stage delays by index."""
 from sqlalchemy import delete, insert, select
 
-from media_crawler.observe import ledger_stats
-from media_crawler.observe.failures import SAMPLE_RUNS, SAMPLE_URLS, failure_report
+from media_crawler.store.reports import delay_fold, delays
+from media_crawler.store.reports.failures import SAMPLE_RUNS, SAMPLE_URLS, failure_report
 from media_crawler.store import schema
 
 NOW = 1_800_000_000.0
@@ -47,23 +47,23 @@ def test_the_histograms_fold_is_kept_in_the_ledger_and_read_by_the_next_exporter
             at = NOW - 7200 + n
             add(conn, n, queued_at=at - 10, claimed_at=at - 8, started_at=at - 7, finished_at=at - 5,
                 verified_at=at - 2, committed_at=at)
-    first = ledger_stats.CommittedDelays(engine).current(NOW)
+    first = delay_fold.CommittedDelays(engine).current(NOW)
     with engine.connect() as conn:
         saved = conn.execute(select(schema.cursors.c.updated_at).where(
-            schema.cursors.c.source_key == ledger_stats.FOLD_SOURCE_KEY)).scalar_one()
-    assert saved == NOW - ledger_stats.COMMIT_SETTLE_S
+            schema.cursors.c.source_key == delay_fold.FOLD_SOURCE_KEY)).scalar_one()
+    assert saved == NOW - delays.COMMIT_SETTLE_S
     # A new exporter reads the fold, not the rows: a folded row taken out of the ledger stays counted
     # (counters do not go down), and a row committed since is added.
     with engine.begin() as conn:
         conn.execute(delete(T).where(T.c.item_id == "i0"))
         add(conn, 9, queued_at=NOW - 20, claimed_at=NOW - 18, started_at=NOW - 17, finished_at=NOW - 15,
             verified_at=NOW - 12, committed_at=NOW - 10)
-    second = ledger_stats.CommittedDelays(engine).current(NOW)
+    second = delay_fold.CommittedDelays(engine).current(NOW)
     assert second["stage"][("urls", "queue")]["count"] == first["stage"][("urls", "queue")]["count"] + 1 == 6
-    fresh = ledger_stats.CommittedDelays(engine, persist=False).current(NOW)
+    fresh = delay_fold.CommittedDelays(engine, persist=False).current(NOW)
     assert fresh["stage"][("urls", "queue")]["count"] == 5
     # A fold of other buckets is not used.
-    other = ledger_stats.CommittedDelays(engine, buckets=(1.0, 10.0)).current(NOW)
+    other = delay_fold.CommittedDelays(engine, buckets=(1.0, 10.0)).current(NOW)
     assert other["stage"][("urls", "queue")]["count"] == 5
 
 
@@ -74,7 +74,7 @@ def test_stage_delays_count_recent_commits_and_unfinished_rows_only(empty_ledger
         add(conn, 2, queued_at=NOW - 9e5, claimed_at=NOW - 9e5 + 5, started_at=NOW - 9e5 + 6,
             finished_at=NOW - 9e5 + 7, verified_at=NOW - 9e5 + 8, committed_at=NOW - 9e5 + 9)  # older than the window
         add(conn, 3, state="downloading", queued_at=NOW - 30, claimed_at=NOW - 20, started_at=NOW - 19)
-    delays = ledger_stats.stage_delays(empty_ledger.engine, NOW)
-    assert delays["queue"]["count"] == 2 and delays["queue"]["max"] == 10.0
-    assert delays["execution"]["count"] == 1 and delays["execution"]["p50"] == 9.0
-    assert delays["commit"]["count"] == 1
+    found = delays.stage_delays(empty_ledger.engine, NOW)
+    assert found["queue"]["count"] == 2 and found["queue"]["max"] == 10.0
+    assert found["execution"]["count"] == 1 and found["execution"]["p50"] == 9.0
+    assert found["commit"]["count"] == 1

@@ -5,7 +5,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import insert
 
 from media_crawler.config import config_from_dict
-from media_crawler.observe import ledger_stats
+from media_crawler.store.reports import counts, delays, platform_signals
 from media_crawler.observe.health import ready
 from media_crawler.observe.metrics import ledger_registry
 from media_crawler.observe.status import build_status
@@ -43,14 +43,14 @@ def fill(ledger):
 def test_backlog_delays_and_health_are_computed_per_state_stage_and_platform(empty_ledger):
     fill(empty_ledger)
     engine = empty_ledger.engine
-    backlog = ledger_stats.backlog(engine, NOW)
+    backlog = counts.backlog(engine, NOW)
     assert backlog["discovered"] == {"count": 2, "oldest_age_s": 7200.0, "ages": {"5m-1h": 1, "1h-24h": 1}}
     assert backlog["retry_wait"]["count"] == 1 and backlog["retry_wait"]["due_now"] == 1
-    delays = ledger_stats.stage_delays(engine, NOW)
-    assert delays["queue"] == {"count": 5, "p50": 5.0, "p95": 8.6, "max": 9.0, "sum": 25.0}
-    assert delays["execution"]["p50"] == 6.0 and delays["claim"]["max"] == 0.0
-    assert delays["verify"]["p50"] == 1.0 and delays["commit"]["p95"] == 2.0
-    health = ledger_stats.platform_health(engine, NOW, PLATFORMS)
+    found = delays.stage_delays(engine, NOW)
+    assert found["queue"] == {"count": 5, "p50": 5.0, "p95": 8.6, "max": 9.0, "sum": 25.0}
+    assert found["execution"]["p50"] == 6.0 and found["claim"]["max"] == 0.0
+    assert found["verify"]["p50"] == 1.0 and found["commit"]["p95"] == 2.0
+    health = platform_signals.platform_health(engine, NOW, PLATFORMS)
     assert health["bilibili"]["status"] == "rate_limited" and health["bilibili"]["rate_limited_since"] == NOW - 30
     assert health["bilibili"]["slowed_until"] == NOW + 50 and health["bilibili"]["rate_per_s"] == 2.5
     assert health["facebook"]["status"] == "auth_failed" and health["facebook"]["auth_failures_1h"] == 1

@@ -7,7 +7,8 @@ from sqlalchemy import func, select, update
 from media_crawler.cli import main
 from media_crawler.config import load_config
 from media_crawler.models import MediaRecord
-from media_crawler.observe.ledger_stats import expired_leases, percentile
+from media_crawler.store.reports.counts import expired_leases
+from media_crawler.store.reports.delays import percentile
 from media_crawler.store import schema
 from media_crawler.store.ledger import Ledger
 

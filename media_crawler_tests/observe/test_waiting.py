@@ -7,7 +7,9 @@ import time
 from sqlalchemy import create_engine, insert, inspect, select, text
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.observe import ledger_stats, waits
+from media_crawler.observe import wait_summary
+from media_crawler.store import waits
+from media_crawler.store.reports import delays, platform_signals, waiting
 from media_crawler.store import schema
 from media_crawler.store.database import dispose_engines, migrate
 from media_crawler.store.ledger import Ledger
@@ -50,10 +52,10 @@ def test_every_unfinished_row_has_one_reason_and_since_when(empty_ledger):
         conn.execute(insert(schema.rate_budget).values(platform="bilibili", tokens=0, updated_at=NOW - 100, rate=1.0,
                                                        base_rate=4.0, burst=4, slow_until=NOW + 30, in_flight=0))
     engine = empty_ledger.engine
-    binding = ledger_stats.binding_budgets(engine, NOW)
+    binding = platform_signals.binding_budgets(engine, NOW)
     assert set(binding) == {"bilibili"} and binding["bilibili"]["slowed_until"] == NOW + 30
-    rows = ledger_stats.waiting(engine, NOW, binding)
-    summary = ledger_stats.summarize_waiting(rows, NOW)
+    rows = waiting.waiting(engine, NOW, binding)
+    summary = wait_summary.summarize_waiting(rows, NOW)
     assert list(summary) == ["awaiting_run", "worker_slot", "rate_budget", "retry_backoff", "platform_halted",
                              "disk_guard", "uncertain_lease", "operator"], "in waits.REASONS order"
     counts = {reason: {p: e["count"] for p, e in entry["platforms"].items()} for reason, entry in summary.items()}
@@ -78,7 +80,7 @@ def test_every_unfinished_row_has_one_reason_and_since_when(empty_ledger):
     assert sum(entry["count"] for entry in summary.values()) == 12, "every unfinished row, once"
 
     # What Dagster holds for the partitions splits the ready rows.
-    refined = ledger_stats.summarize_waiting(ledger_stats.refine_with_runs(
+    refined = wait_summary.summarize_waiting(wait_summary.refine_with_runs(
         rows, queued_partitions={"2026-11-27|weibo-679"}, running_partitions={"2026-11-27|urls-s"}), NOW)
     assert {p: e["count"] for p, e in refined["run_queued"]["platforms"].items()} == {"weibo": 1}
     assert {p: e["count"] for p, e in refined["step_pending"]["platforms"].items()} == {"urls": 3}
@@ -91,7 +93,7 @@ def test_a_drained_budget_binds_only_while_workers_draw_on_it(empty_ledger):
                                                        base_rate=2.0, burst=4, slow_until=0.0, in_flight=0))
         conn.execute(insert(schema.rate_budget).values(platform="urls", tokens=0.0, updated_at=NOW - 60, rate=0.01,
                                                        base_rate=0.01, burst=1, slow_until=0.0, in_flight=0))
-    binding = ledger_stats.binding_budgets(empty_ledger.engine, NOW)
+    binding = platform_signals.binding_budgets(empty_ledger.engine, NOW)
     assert set(binding) == {"weibo"} and binding["weibo"]["drained"] and binding["weibo"]["slowed_until"] is None
 
 
@@ -139,7 +141,7 @@ def test_platform_health_from_every_signal(empty_ledger):
             conn.execute(insert(schema.feed_errors).values(source_key="urls-s", day="2026-11-27", platform="urls",
                                                            error_class="http_5xx", at=at))
         failures(conn, "urls", [NOW - 7200] * 5)
-    health = ledger_stats.platform_health(empty_ledger.engine, NOW, PLATFORMS)
+    health = platform_signals.platform_health(empty_ledger.engine, NOW, PLATFORMS)
     weibo, bilibili, facebook, urls = (health[p] for p in ("weibo", "bilibili", "facebook", "urls"))
     assert weibo["status"] == "down" and weibo["outage_since"] == NOW - 2000
     assert weibo["outage_failures_1h"] == 5 and weibo["requests_ok_1h"] == 1 and weibo["failure_ratio_1h"] == round(5 / 6, 3)
@@ -155,7 +157,7 @@ def test_auth_outranks_an_outage_and_a_few_failures_among_many_successes_are_ok(
         failures(conn, "urls", [NOW - 10])
         failures(conn, "facebook", [NOW - 30, NOW - 20, NOW - 10])
         row(conn, "failed", platform="facebook", source_key="facebook-1", failed_at=NOW - 5, error_class="auth")
-    health = ledger_stats.platform_health(empty_ledger.engine, NOW, PLATFORMS)
+    health = platform_signals.platform_health(empty_ledger.engine, NOW, PLATFORMS)
     assert health["urls"]["status"] == "ok" and health["urls"]["outage_state"] == "ok"
     assert health["facebook"]["outage_state"] == "down" and health["facebook"]["status"] == "auth_failed"
 
@@ -174,17 +176,17 @@ def test_histograms_are_cumulative_and_only_grow_as_items_commit(empty_ledger):
         committed(conn, queued=500, claimed=520, started=521, finished=522, verified=523, done=524,
                   wait_reason="platform_halted", wait_since=NOW + 300)
         row(conn, "retry_wait", failed_at=NOW)  # not committed: not in the histograms
-    first = ledger_stats.delay_histograms(empty_ledger.engine)
+    first = delays.delay_histograms(empty_ledger.engine)
     queue = first["stage"][("urls", "queue")]
     assert queue["count"] == 3 and queue["sum"] == 2 + 400 + 20
-    bounds = ledger_stats.DELAY_BUCKETS
+    bounds = delays.DELAY_BUCKETS
     assert queue["buckets"] == [sum(1 for d in (2, 400, 20) if d <= b) for b in bounds]
     assert first["wait"][("urls", "retry_backoff")]["sum"] == 300
     assert first["wait"][("urls", "awaiting_run")]["sum"] == 2 + 20
     assert first["wait"][("urls", "worker_slot")] == first["stage"][("urls", "claim")]
     with empty_ledger.engine.begin() as conn:
         committed(conn, queued=0, claimed=9000, started=9001, finished=9002, verified=9003, done=9004)
-    second = ledger_stats.delay_histograms(empty_ledger.engine)
+    second = delays.delay_histograms(empty_ledger.engine)
     for key, entry in first["stage"].items():
         later = second["stage"][key]
         assert later["count"] == entry["count"] + 1
@@ -224,7 +226,7 @@ def test_a_version_2_ledger_gets_the_wait_columns_and_keeps_its_rows(tmp_path, p
             assert [task.item_id for task in ledger.tasks()] == ["old"]
             task = ledger.tasks()[0]
             ledger.apply([(task.id, None, waits.halted_values(CrawlError(ErrorClass.HTTP_5XX, "x"), now=NOW))])
-            rows = ledger_stats.waiting(ledger.engine, NOW)
+            rows = waiting.waiting(ledger.engine, NOW)
             assert [(r["reason"], r["cause"]) for r in rows] == [("platform_halted", "http_5xx")]
         finally:
             engine.dispose()

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.engine import Engine
 
-from media_crawler.observe.logging import utc_timestamp
+from media_crawler.timestamps import utc_timestamp
 from media_crawler.scrub import scrub_text, scrub_url
 from media_crawler.store import schema
 
