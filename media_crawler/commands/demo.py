@@ -77,15 +77,12 @@ def _store_snapshot(store: Path) -> dict[str, int]:
 
 def _print_summary(home, dagster_home, config_path, log_path, outcome, before, after) -> None:
     from media_crawler.config import load_config
-    from media_crawler.store.ledger import Ledger, T
-    from sqlalchemy import func, select
+    from media_crawler.store.ledger import Ledger
+    from media_crawler.store.report_queries import failure_counts_by_class, totals_by_platform_kind_state
 
     ledger = Ledger(load_config(config_path).ledger_url)
-    with ledger.engine.connect() as conn:
-        rows = conn.execute(select(T.c.platform, T.c.kind, T.c.state, func.count(), func.sum(T.c.size))
-                            .group_by(T.c.platform, T.c.kind, T.c.state)).fetchall()
-        failures = conn.execute(select(T.c.error_class, func.count()).where(T.c.state.in_(["failed", "gone", "retry_wait"]))
-                                .group_by(T.c.error_class)).fetchall()
+    rows = totals_by_platform_kind_state(ledger)
+    failures = failure_counts_by_class(ledger)
     committed = Counter()
     for platform, kind, state, count, _size in rows:
         if state == "committed":

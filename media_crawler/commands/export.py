@@ -22,24 +22,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def manifest_rows(ledger, store, since: float | None = None, platform: str | None = None):
-    from sqlalchemy import select
+    from media_crawler.store.report_queries import committed_rows
 
-    from media_crawler.store.ledger import COMMITTED, T
-
-    query = select(T).where(T.c.state == COMMITTED).order_by(T.c.committed_at, T.c.id)
-    if since is not None:
-        query = query.where(T.c.committed_at >= since)
-    if platform:
-        query = query.where(T.c.platform == platform)
-    with ledger.engine.connect() as conn:
-        for row in conn.execute(query):
-            yield {
-                "platform": row.platform, "item_id": row.item_id, "variant": row.variant, "kind": row.kind,
-                "canonical_url": row.canonical_url, "sha256": row.sha256, "size": row.size,
-                "path": str(store.path_for(row.sha256)), "group": row.group_key, "source": row.source_key,
-                "day": row.day, "published_at": row.published_at, "committed_at": row.committed_at,
-                "meta": json.loads(row.meta or "{}"),
-            }
+    for row in committed_rows(ledger, since=since, platform=platform):
+        yield {
+            "platform": row.platform, "item_id": row.item_id, "variant": row.variant, "kind": row.kind,
+            "canonical_url": row.canonical_url, "sha256": row.sha256, "size": row.size,
+            "path": str(store.path_for(row.sha256)), "group": row.group_key, "source": row.source_key,
+            "day": row.day, "published_at": row.published_at, "committed_at": row.committed_at,
+            "meta": row.meta,
+        }
 
 
 def run(args: argparse.Namespace) -> int:

@@ -66,12 +66,10 @@ def store_and_ledger(args: argparse.Namespace) -> tuple[Path, str]:
 
 
 def _sqlite_file(url: str) -> Path | None:
-    from sqlalchemy.engine import make_url
+    from media_crawler.store.urls import sqlite_file
 
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
-        return None
-    return Path(parsed.database)
+    path = sqlite_file(url)
+    return None if path is None or str(path) == ":memory:" else path
 
 
 def run(args: argparse.Namespace) -> int:

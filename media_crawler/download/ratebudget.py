@@ -19,11 +19,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, ContextManager, Mapping
 
-from sqlalchemy import insert, select, update
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError
-
-from media_crawler.store.schema import rate_budget
+from media_crawler.store.rate_buckets import create_bucket, locked_bucket
 
 # A penalty never takes a platform below this share of its configured rate, so
 # repeated 429s slow it down hard but never stop it for good.
@@ -134,7 +130,7 @@ class SharedRateBudget:
 
     def __init__(
         self,
-        engine: Engine,
+        engine,  # the ledger's (Ledger.engine)
         limits: Mapping[str, tuple[float, float]],
         *,
         concurrency: Mapping[str, int] | None = None,
@@ -173,9 +169,8 @@ class SharedRateBudget:
             return
         with self._stash_lock:
             self._stash.pop(platform, None)  # stashed tokens were earned at the old rate
-        with self._engine.begin() as conn:
-            bucket = self._locked_bucket(conn, platform)
-            self._store(conn, platform, bucket.penalized(self._clock(), factor, seconds))
+        with locked_bucket(self._engine, platform) as row:
+            row.save(Bucket(*row.stored).penalized(self._clock(), factor, seconds))
 
     def slot(self, platform: str) -> ContextManager[None]:
         return self._caps.slot(platform)
@@ -183,8 +178,8 @@ class SharedRateBudget:
     def current_rate(self, platform: str) -> float | None:
         if platform not in self._limits:
             return None
-        with self._engine.begin() as conn:
-            return self._locked_bucket(conn, platform).refilled(self._clock()).rate
+        with locked_bucket(self._engine, platform) as row:
+            return Bucket(*row.stored).refilled(self._clock()).rate
 
     def _take_from_stash(self, platform: str) -> bool:
         with self._stash_lock:
@@ -196,56 +191,24 @@ class SharedRateBudget:
             return True
 
     def _take_from_database(self, platform: str) -> tuple[int, float]:
-        with self._engine.begin() as conn:
-            bucket = self._locked_bucket(conn, platform)
+        with locked_bucket(self._engine, platform) as row:
+            bucket = Bucket(*row.stored)
             wanted = max(1, min(self._max_batch, int(bucket.rate * self._batch_window_s)))
             bucket, granted, wait = bucket.take(self._clock(), wanted)
-            self._store(conn, platform, bucket)
+            row.save(bucket)
         return granted, wait
-
-    def _locked_bucket(self, conn: Connection, platform: str) -> Bucket:
-        row_filter = rate_budget.c.platform == platform
-        if conn.dialect.name == "sqlite":
-            conn.execute(update(rate_budget).where(row_filter).values(platform=rate_budget.c.platform))
-            query = select(rate_budget).where(row_filter)
-        else:
-            query = select(rate_budget).where(row_filter).with_for_update()
-        row = conn.execute(query).one()
-        return Bucket(row.tokens, row.updated_at, row.rate, row.base_rate, row.burst, row.slow_until or 0.0)
-
-    def _store(self, conn: Connection, platform: str, bucket: Bucket) -> None:
-        conn.execute(
-            update(rate_budget)
-            .where(rate_budget.c.platform == platform)
-            .values(tokens=bucket.tokens, updated_at=bucket.updated_at, rate=bucket.rate, slow_until=bucket.slow_until)
-        )
 
     def _ensure_rows(self) -> None:
         """Create missing platform rows; adopt the configured rate and burst for existing ones."""
         for platform, (rate, burst) in self._limits.items():
             now = self._clock()
-            try:
-                with self._engine.begin() as conn:
-                    conn.execute(
-                        insert(rate_budget).values(
-                            platform=platform, tokens=burst, updated_at=now, rate=rate,
-                            base_rate=rate, burst=burst, slow_until=0.0, in_flight=0,
-                        )  # fmt: skip
-                    )
+            if create_bucket(self._engine, platform, rate=rate, burst=burst, now=now):
                 continue
-            except IntegrityError:
-                pass  # another process (or an earlier run) made the row
-            with self._engine.begin() as conn:
-                bucket = self._locked_bucket(conn, platform).refilled(now)
+            with locked_bucket(self._engine, platform) as row:
+                bucket = Bucket(*row.stored).refilled(now)
                 slowed = bucket.slow_until > now
-                conn.execute(
-                    update(rate_budget)
-                    .where(rate_budget.c.platform == platform)
-                    .values(
-                        tokens=min(bucket.tokens, burst), updated_at=bucket.updated_at, base_rate=rate, burst=burst,
-                        rate=min(bucket.rate, rate) if slowed else rate,
-                    )  # fmt: skip
-                )
+                row.adopt_limits(tokens=min(bucket.tokens, burst), updated_at=bucket.updated_at, base_rate=rate,
+                                 burst=burst, rate=min(bucket.rate, rate) if slowed else rate)
 
 
 def _checked(limits: Mapping[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:

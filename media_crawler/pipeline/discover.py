@@ -6,8 +6,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from sqlalchemy import select
-
 from media_crawler.download.retry import PENALTY_SECONDS
 from media_crawler.errors import CrawlError
 from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
@@ -15,8 +13,8 @@ from media_crawler.observe.events import log_item
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.crashpoints import AFTER_DISCOVERY_BATCH, crash_point
-from media_crawler.store import schema
 from media_crawler.store.ledger import FINISHED_STATES
+from media_crawler.store.report_queries import rows_by_identity
 from media_crawler.store.source_state import finished_feeds, mark_feed_finished, open_feed_error_since
 
 BATCH = 200
@@ -170,12 +168,7 @@ def _log_discovered(runtime: Runtime, batch: list[MediaRecord], flushed_at: floa
     """
     if not batch:
         return
-    T = schema.tasks
-    wanted = {(record.item_id, record.variant) for record in batch}
-    query = select(T.c.id, T.c.item_id, T.c.variant, T.c.state, T.c.attempts, T.c.discovered_at, T.c.queued_at).where(
-        T.c.platform == batch[0].platform, T.c.item_id.in_({item_id for item_id, _variant in wanted}))
-    with runtime.ledger.engine.connect() as conn:
-        rows = {(row.item_id, row.variant): row for row in conn.execute(query)}
+    rows = rows_by_identity(runtime.ledger, batch[0].platform, {record.item_id for record in batch})
     for record in batch:
         row = rows.get((record.item_id, record.variant))
         if row is None:

@@ -4,14 +4,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
-
 from media_crawler.models import DayWindow
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, source_keys
+from media_crawler.store.blob_rows import committed_blobs
 from media_crawler.store.cas import file_sha256
-from media_crawler.store.ledger import COMMITTED, FINISHED_STATES, GONE, STATES, T, where_sources
+from media_crawler.store.ledger import COMMITTED, FINISHED_STATES, GONE, STATES
 
 # What a partition's report lists: every row that is not committed.
 UNFINISHED_OR_GONE = [state for state in STATES if state != COMMITTED]
@@ -60,15 +59,12 @@ def partition_blob_mismatches(runtime: Runtime, sources: Sources, window: DayWin
     big video partition does not re-hash gigabytes it checked before. A full
     re-hash of the store is `media-crawler reconcile --verify-hashes`.
     """
-    query = where_sources(select(T.c.canonical_url, T.c.sha256, T.c.committed_at).where(
-        T.c.day == window.day.isoformat(), T.c.state == COMMITTED), source_keys(sources))
-    with runtime.ledger.engine.connect() as conn:
-        rows = conn.execute(query).fetchall()
     problems = []
-    for row in rows:
-        path = runtime.store.path_for(row.sha256)
+    for canonical_url, sha256, committed_at in committed_blobs(runtime.ledger, source_key=source_keys(sources),
+                                                                day=window.day.isoformat()):
+        path = runtime.store.path_for(sha256)
         if not path.is_file():
-            problems.append({"canonical_url": row.canonical_url, "sha256": row.sha256, "problem": "missing"})
-        elif (rehash_since is None or (row.committed_at or 0) >= rehash_since) and file_sha256(path) != row.sha256:
-            problems.append({"canonical_url": row.canonical_url, "sha256": row.sha256, "problem": "hash"})
+            problems.append({"canonical_url": canonical_url, "sha256": sha256, "problem": "missing"})
+        elif (rehash_since is None or (committed_at or 0) >= rehash_since) and file_sha256(path) != sha256:
+            problems.append({"canonical_url": canonical_url, "sha256": sha256, "problem": "hash"})
     return problems

@@ -32,14 +32,10 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from sqlalchemy import create_engine, func, inspect, select
-
 from media_crawler.config import CrawlConfig, environment_value
-from media_crawler.recovery.copying import (
-    BlobCopy, copy_blobs, copy_tree_of_sqlite, is_postgres, pg_dump, sqlite_copy, sqlite_path,
-)
-from media_crawler.store import schema
-from media_crawler.store.ledger import T
+from media_crawler.recovery.copying import BlobCopy, copy_blobs, copy_tree_of_sqlite, pg_dump, sqlite_copy
+from media_crawler.store.snapshots import leases_held_in, schema_version_in
+from media_crawler.store.urls import is_postgres, same_postgres_database, sqlite_file
 
 MANIFEST = "manifest.json"
 LEDGER_SQLITE, LEDGER_PGDUMP = "ledger.db", "ledger.pgdump"
@@ -168,22 +164,22 @@ def backup(config: CrawlConfig, dagster_home: Path | None, dest: Path) -> Backup
         manifest.dagster_files = copy_tree_of_sqlite(dagster_home, dest / DAGSTER_DIR)
     else:
         manifest.dagster_files = _copy_instance_yaml(dagster_home, dest / DAGSTER_DIR)
-        if _same_database(dagster_url, config.ledger_url):
+        if same_postgres_database(dagster_url, config.ledger_url):
             manifest.dagster = "shared-with-ledger"  # the ledger's dump below holds Dagster's tables too
         else:
             manifest.dagster = "postgres"
             pg_dump(dagster_url, dest / DAGSTER_PGDUMP)
     # 2. The ledger.
-    ledger_file = sqlite_path(config.ledger_url)
+    ledger_file = sqlite_file(config.ledger_url)
     if ledger_file is not None:
         manifest.ledger = "sqlite"
         sqlite_copy(ledger_file, dest / LEDGER_SQLITE)
-        manifest.leases_held = _leases_in(f"sqlite:///{dest / LEDGER_SQLITE}")
+        manifest.leases_held = leases_held_in(f"sqlite:///{dest / LEDGER_SQLITE}")
         manifest.ledger_schema_version = schema_version_in(f"sqlite:///{dest / LEDGER_SQLITE}")
     elif is_postgres(config.ledger_url):
         manifest.ledger = "postgres"
         pg_dump(config.ledger_url, dest / LEDGER_PGDUMP)
-        manifest.leases_held = _leases_in(config.ledger_url)  # approximately: read after the dump
+        manifest.leases_held = leases_held_in(config.ledger_url)  # approximately: read after the dump
         manifest.ledger_schema_version = schema_version_in(config.ledger_url)  # after the dump: never older than it
     else:
         raise ValueError(f"cannot back up a ledger at {config.ledger_url.split('://')[0]}://")
@@ -202,33 +198,3 @@ def _copy_instance_yaml(dagster_home: Path, target: Path) -> list[str]:
     target.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(dagster_home / "dagster.yaml", target / "dagster.yaml")
     return ["dagster.yaml"]
-
-
-def _same_database(first: str, second: str) -> bool:
-    from sqlalchemy.engine import make_url
-
-    a, b = make_url(first), make_url(second)
-    return (a.host, a.port or 5432, a.database) == (b.host, b.port or 5432, b.database)
-
-
-def _leases_in(url: str) -> int:
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(select(func.count()).where(T.c.lease_owner.is_not(None))).scalar() or 0
-    finally:
-        engine.dispose()
-
-
-def schema_version_in(url: str) -> int | None:
-    """The ledger's schema version (store/schema.py SCHEMA_VERSION when it was last opened), or None."""
-    from media_crawler.store.database import normalize_url
-
-    engine = create_engine(normalize_url(url))
-    try:
-        with engine.connect() as conn:
-            if not inspect(conn).has_table(schema.schema_version.name):
-                return None
-            return conn.execute(select(func.max(schema.schema_version.c.version))).scalar()
-    finally:
-        engine.dispose()

@@ -20,20 +20,9 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
 from media_crawler.config import environment_copy
 from media_crawler.store.cas import CHUNK
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file of a sqlite:/// URL, or None for another database."""
-    parsed = make_url(url)
-    return Path(parsed.database) if parsed.get_backend_name() == "sqlite" and parsed.database else None
-
-
-def is_postgres(url: str) -> bool:
-    return make_url(url).get_backend_name() == "postgresql"
+from media_crawler.store.urls import libpq_url
 
 
 def sqlite_copy(source: Path, target: Path) -> None:
@@ -48,12 +37,11 @@ def sqlite_copy(source: Path, target: Path) -> None:
 
 def _libpq(url: str) -> tuple[str, dict[str, str]]:
     """(URL for pg_dump/pg_restore without driver or password, environment with PGPASSWORD)."""
-    parsed = make_url(url)
+    dsn, password = libpq_url(url)
     env = environment_copy()
-    if parsed.password:
-        env["PGPASSWORD"] = str(parsed.password)
-    plain = parsed.set(drivername="postgresql", password=None)
-    return plain.render_as_string(hide_password=False), env
+    if password:
+        env["PGPASSWORD"] = password
+    return dsn, env
 
 
 def pg_dump(url: str, target: Path) -> None:

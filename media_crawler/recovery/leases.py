@@ -18,14 +18,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, or_, select, update
-
 from media_crawler.recovery.liveness import is_dead, token_of_owner
-from media_crawler.store.database import lock_rows_in_id_order
-from media_crawler.store.ledger import DISCOVERED, DOWNLOADING, Ledger, SourceScope, T, Task, where_sources
+from media_crawler.store import leases as stored_leases
+from media_crawler.store.ledger import Ledger, SourceScope, Task
+from media_crawler.store.leases import release_values  # noqa: F401 (the stages take it from here)
 
 STAGE_LEASE_S = 300.0
-_CHUNK = 500  # ids per IN (...) list: far below SQLite's variable limit
 
 
 @dataclass
@@ -39,11 +37,7 @@ def dead_owners(ledger: Ledger, *, uncertain: bool = False, now: float | None = 
     """Lease owners whose process is gone or whose lease expired. uncertain=True
     treats every holder as gone (a restored backup: none of them runs here)."""
     now = time.time() if now is None else now
-    # One row per owner, from the partial lease index: not every leased row into Python.
-    query = (select(T.c.lease_owner, func.max(T.c.lease_expires_at)).where(T.c.lease_owner.is_not(None))
-             .group_by(T.c.lease_owner))
-    with ledger.engine.connect() as conn:
-        latest = {owner: expires or 0.0 for owner, expires in conn.execute(query)}
+    latest = stored_leases.latest_expiry_by_owner(ledger)
     return [owner for owner, expires in latest.items()
             if uncertain or expires < now or is_dead(token_of_owner(owner)) is True]
 
@@ -53,42 +47,15 @@ def release_dead_leases(ledger: Ledger, *, uncertain: bool = False, now: float |
     stays, resumable with the validator the row recorded); other states keep
     their state and lose the lease."""
     release = LeaseRelease(dead_owners=dead_owners(ledger, uncertain=uncertain, now=now))
-    stamp = time.time()
-    with ledger.engine.begin() as conn:
-        for owner in release.dead_owners:
-            held = T.c.lease_owner == owner
-            lock_rows_in_id_order(conn, T, held)  # PostgreSQL: one lock order with every other writer
-            release.requeued += conn.execute(update(T).where(held, T.c.state == DOWNLOADING).values(
-                state=DISCOVERED, lease_owner=None, lease_expires_at=None, updated_at=stamp)).rowcount
-            release.unleased += conn.execute(update(T).where(held).values(
-                lease_owner=None, lease_expires_at=None, updated_at=stamp)).rowcount
+    released = stored_leases.release_leases_of(ledger, release.dead_owners)
+    release.requeued, release.unleased = released.requeued, released.unleased
     return release
 
 
 def claim_in_state(ledger: Ledger, state: str, *, source_key: SourceScope, day: str | None, owner: str,
                    lease_s: float = STAGE_LEASE_S) -> list[Task]:
     """Lease the partition's rows in `state` that nobody (alive) holds."""
-    now = time.time()
-    free = or_(T.c.lease_owner.is_(None), T.c.lease_expires_at < now)
-    query = where_sources(select(T.c.id).where(T.c.state == state, free), source_key)
-    if day is not None:
-        query = query.where(T.c.day == day)
-    if ledger.engine.dialect.name == "postgresql":
-        query = query.with_for_update(skip_locked=True)
-    with ledger.engine.begin() as conn:  # SQLite: BEGIN IMMEDIATE, so the look and the lease are one step
-        ids = [row[0] for row in conn.execute(query.order_by(T.c.id))]
-        for start in range(0, len(ids), _CHUNK):
-            conn.execute(update(T).where(T.c.id.in_(ids[start:start + _CHUNK]), T.c.state == state, free).values(
-                lease_owner=owner, lease_expires_at=now + lease_s, updated_at=now))
-    if not ids:
-        return []
-    claimed = set(ids)
-    return [task for task in ledger.tasks(source_key=source_key, day=day, states=[state]) if task.id in claimed]
-
-
-def release_values() -> dict:
-    """Ledger values that end a stage lease (merge into the row's transition)."""
-    return {"lease_owner": None, "lease_expires_at": None}
+    return stored_leases.claim_in_state(ledger, state, source_key=source_key, day=day, owner=owner, lease_s=lease_s)
 
 
 class LeaseHeartbeat:
@@ -123,6 +90,4 @@ class LeaseKeeper(LeaseHeartbeat):
 
     def __exit__(self, *exc) -> None:
         super().__exit__(*exc)
-        with self.ledger.engine.begin() as conn:
-            lock_rows_in_id_order(conn, T, T.c.lease_owner == self.owner)
-            conn.execute(update(T).where(T.c.lease_owner == self.owner).values(lease_owner=None, lease_expires_at=None))
+        stored_leases.drop_leases_of(self.ledger, self.owner)

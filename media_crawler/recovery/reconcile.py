@@ -40,14 +40,12 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sqlalchemy import delete, select, update
-
 from media_crawler.recovery.leases import dead_owners, release_dead_leases
 from media_crawler.recovery.staging import linked_blob
+from media_crawler.store import blob_rows
+from media_crawler.store.blob_rows import BlobRow
 from media_crawler.store.cas import BlobStore, file_sha256
-from media_crawler.store.ledger import (
-    COMMITTED, DISCOVERED, DOWNLOADED, DOWNLOADING, FINISHED_STATES, MUX_VARIANT, VERIFIED, Ledger, T,
-)
+from media_crawler.store.ledger import COMMITTED, DOWNLOADED, FINISHED_STATES, VERIFIED, Ledger
 
 INFO_KINDS = frozenset({"resumable_part", "orphan_blob"})
 QUARANTINE = "quarantine"
@@ -87,24 +85,6 @@ class ReconcileReport:
                 "findings": [asdict(finding) for finding in self.findings]}
 
 
-@dataclass(frozen=True)
-class _Row:
-    id: int
-    state: str
-    sha256: str | None
-    size: int | None
-    etag: str | None
-    lease_owner: str | None
-    expected_sha256: str | None = None
-
-
-def _requeue_values(reason: str) -> dict:
-    return {"state": DISCOVERED, "sha256": None, "size": None, "committed_at": None, "verified_at": None,
-            "attempts": 0, "next_attempt_at": None, "lease_owner": None, "lease_expires_at": None,
-            "error_class": "storage_error", "error_message": f"reconcile: {reason}; queued for download again",
-            "updated_at": time.time()}
-
-
 _REQUEUE = ("-> discovered", "would re-queue (-> discovered)")
 
 
@@ -139,28 +119,22 @@ class Reconciler:
         return owners
 
     def _unleased_downloads(self) -> None:
-        stuck = (T.c.state == DOWNLOADING) & T.c.lease_owner.is_(None)
-        with self.ledger.engine.connect() as conn:
-            ids = [row[0] for row in conn.execute(select(T.c.id).where(stuck))]
+        ids = blob_rows.unleased_download_ids(self.ledger)
         for task_id in ids:
             self._note("unleased_download", f"t_{task_id}", "downloading, but nobody holds it", *_REQUEUE)
         if self.repair and ids:
-            with self.ledger.engine.begin() as conn:
-                conn.execute(update(T).where(stuck, T.c.id.in_(ids)).values(state=DISCOVERED, updated_at=time.time()))
+            blob_rows.requeue_unleased_downloads(self.ledger, ids)
 
     # -- rows and blobs -----------------------------------------------------------
-    def _rows(self) -> dict[int, _Row]:
-        query = select(T.c.id, T.c.state, T.c.sha256, T.c.size, T.c.etag, T.c.lease_owner, T.c.expected_sha256)
-        with self.ledger.engine.connect() as conn:
-            rows = {row.id: _Row(*row) for row in conn.execute(query)}
+    def _rows(self) -> dict[int, BlobRow]:
+        rows = blob_rows.rows_by_id(self.ledger)
         self.report.rows_checked = len(rows)
         return rows
 
     def _expected_hashes(self) -> set[str]:
-        with self.ledger.engine.connect() as conn:
-            return {row[0] for row in conn.execute(select(T.c.expected_sha256).where(T.c.expected_sha256.is_not(None)))}
+        return blob_rows.expected_hashes(self.ledger)
 
-    def _blobs(self, rows: dict[int, _Row]) -> tuple[set[str], set[str]]:
+    def _blobs(self, rows: dict[int, BlobRow]) -> tuple[set[str], set[str]]:
         """(names of stored blobs, names of corrupt ones)."""
         sizes = {row.sha256: row.size for row in rows.values() if row.state == COMMITTED and row.sha256 and row.size}
         names, corrupt = set(), set()
@@ -186,38 +160,34 @@ class Reconciler:
         target = self.store.root / QUARANTINE / f"{path.name}.{int(time.time())}"
         target.parent.mkdir(parents=True, exist_ok=True)
         path.rename(target)  # same filesystem: atomic, and the bytes are kept for a person to look at
-        self._requeue((T.c.sha256 == path.name) & (T.c.state == COMMITTED), "blob failed its check")
+        self._requeue("blob failed its check", state=COMMITTED, sha256=path.name)
 
-    def _missing_blobs(self, rows: dict[int, _Row], blobs: set[str]) -> None:
+    def _missing_blobs(self, rows: dict[int, BlobRow], blobs: set[str]) -> None:
         for row in rows.values():
             if row.state == COMMITTED and row.sha256 not in blobs:
                 self._note("missing_blob", f"t_{row.id}", f"committed as {row.sha256}, not in the store",
                            *_REQUEUE)
                 if self.repair:
-                    self._requeue((T.c.id == row.id) & (T.c.state == COMMITTED), "blob missing from the store")
+                    self._requeue("blob missing from the store", state=COMMITTED, task_id=row.id)
 
-    def _stranded_rows(self, rows: dict[int, _Row], good_blobs: set[str], dead: set[str]) -> None:
+    def _stranded_rows(self, rows: dict[int, BlobRow], good_blobs: set[str], dead: set[str]) -> None:
         for row in rows.values():
             if row.state not in (DOWNLOADED, VERIFIED) or (row.lease_owner and row.lease_owner not in dead):
                 continue
             if self.store.staging_path(f"task-{row.id}").exists():
                 continue
-            observed = (T.c.id == row.id) & (T.c.state == row.state)
             if row.sha256 in good_blobs:
                 self._note("stranded_row", f"t_{row.id}", f"{row.state}, .part gone, blob stored", "-> committed",
                            "would commit (-> committed)")
                 if self.repair:
-                    with self.ledger.engine.begin() as conn:
-                        conn.execute(update(T).where(observed).values(
-                            state=COMMITTED, committed_at=time.time(), lease_owner=None, lease_expires_at=None,
-                            error_class=None, error_code=None, error_message=None, updated_at=time.time()))
+                    blob_rows.commit_stranded(self.ledger, row.id, observed_state=row.state)
             else:
                 self._note("stranded_row", f"t_{row.id}", f"{row.state}, .part gone, blob absent", *_REQUEUE)
                 if self.repair:
-                    self._requeue(observed, "staged file missing")
+                    self._requeue("staged file missing", state=row.state, task_id=row.id)
 
     # -- staging ------------------------------------------------------------------
-    def _parts(self, rows: dict[int, _Row], dead: set[str]) -> None:
+    def _parts(self, rows: dict[int, BlobRow], dead: set[str]) -> None:
         cutoff = time.time() - self.part_grace_s
         for path in self.store.iter_parts():
             self.report.parts_checked += 1
@@ -249,17 +219,13 @@ class Reconciler:
                 path.unlink(missing_ok=True)
 
     def _leased_now(self, task_id: int) -> bool:
-        with self.ledger.engine.connect() as conn:
-            row = conn.execute(select(T.c.lease_owner, T.c.state).where(T.c.id == task_id)).first()
+        row = blob_rows.rows_by_id(self.ledger, [task_id]).get(task_id)
         return bool(row and row.lease_owner) or bool(row and row.state in (DOWNLOADED, VERIFIED))
 
     # -- helpers ------------------------------------------------------------------
-    def _requeue(self, condition, reason: str) -> None:
-        with self.ledger.engine.begin() as conn:
-            # A muxed MP4 is made, not downloaded: its row goes, and the next
-            # commit stage muxes the group's tracks again.
-            conn.execute(delete(T).where(condition, T.c.variant == MUX_VARIANT))
-            conn.execute(update(T).where(condition, T.c.variant != MUX_VARIANT).values(**_requeue_values(reason)))
+    def _requeue(self, reason: str, *, state: str, task_id: int | None = None, sha256: str | None = None) -> None:
+        # A muxed MP4's row is deleted instead (module docstring).
+        blob_rows.requeue_for_download(self.ledger, reason, state=state, task_id=task_id, sha256=sha256)
 
     def _note(self, kind: str, subject: str, detail: str, done: str, planned: str) -> None:
         """Record a finding: `done` is what repair did, `planned` what a check without repair would do."""

@@ -48,6 +48,7 @@ from media_crawler.config import ConfigError, environment_value, set_environment
 from media_crawler.recovery import backup as layout
 from media_crawler.recovery.copying import copy_blobs, copy_tree_of_sqlite, pg_restore, sqlite_copy
 from media_crawler.recovery.dispatch import LOCATION_NAME, DispatchPause, pause_dispatch, resume_dispatch
+from media_crawler.store.urls import display_url
 
 RESTORE_FILE = "restore.json"
 DAGSTER_PG_ENV = "DAGSTER_PG_URL"  # what deploy/dagster.postgres.yaml reads
@@ -100,7 +101,7 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
     ledger_url = _restore_ledger(manifest, backup_dir, home, ledger_url)
     dagster_home, dagster_pg_url = _restore_dagster(manifest, backup_dir, home, ledger_url, dagster_pg_url)
     config_path = _restore_config(manifest, backup_dir, home, ledger_url)
-    summary = RestoreSummary(str(home), _display(ledger_url), str(dagster_home), config_path, blobs.copied,
+    summary = RestoreSummary(str(home), display_url(ledger_url), str(dagster_home), config_path, blobs.copied,
                              started_at=started_at, versions=versions)
     summary.credentials_required = layout.required_credentials(manifest.credentials)
     summary.credentials_missing = missing_credentials(summary.credentials_required)
@@ -313,12 +314,6 @@ def _restore_config(manifest, backup_dir: Path, home: Path, ledger_url: str) -> 
     path = home / "sources.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return str(path)
-
-
-def _display(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
 
 
 @contextmanager

@@ -38,27 +38,17 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from sqlalchemy import select
-
+from media_crawler.store.blob_rows import rows_by_id
 from media_crawler.store.cas import BlobStore, file_sha256
-from media_crawler.store.ledger import COMMITTED, Ledger, T
+from media_crawler.store.ledger import COMMITTED, Ledger
 
 _TASK_PART = re.compile(r"^task-(\d+)\.part$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_CHUNK = 500  # ids per IN (...) list
 LOG = logging.getLogger("media_crawler.recovery")
 SHOWN_IN_LOG = 20
-
-
-@dataclass(frozen=True)
-class _RowHint:
-    state: str
-    sha256: str | None
-    expected_sha256: str | None
 
 
 def linked_blob(store: BlobStore, part: Path, hints: Iterable[str | None] = (), *, st: os.stat_result | None = None,
@@ -97,7 +87,7 @@ def remove_committed_staging(store: BlobStore, ledger: Ledger | None = None) -> 
     parts = _staged_parts(store)
     if not parts:
         return []
-    rows = _rows_of(ledger, [task_id for _path, _st, task_id in parts if task_id is not None]) if ledger else {}
+    rows = rows_by_id(ledger, [task_id for _path, _st, task_id in parts if task_id is not None]) if ledger else {}
     removed = []
     for path, st, task_id in parts:
         row = rows.get(task_id) if task_id is not None else None
@@ -132,17 +122,6 @@ def _staged_parts(store: BlobStore) -> list[tuple[Path, os.stat_result, int | No
         match = _TASK_PART.match(entry.name)
         found.append((Path(entry.path), st, int(match.group(1)) if match else None))
     return found
-
-
-def _rows_of(ledger: Ledger, task_ids: list[int]) -> dict[int, _RowHint]:
-    rows: dict[int, _RowHint] = {}
-    with ledger.engine.connect() as conn:
-        for start in range(0, len(task_ids), _CHUNK):
-            chunk = task_ids[start:start + _CHUNK]
-            query = select(T.c.id, T.c.state, T.c.sha256, T.c.expected_sha256).where(T.c.id.in_(chunk))
-            for row in conn.execute(query):
-                rows[row.id] = _RowHint(row.state, row.sha256, row.expected_sha256)
-    return rows
 
 
 def _same_file(path: Path, st: os.stat_result) -> bool:
