@@ -78,7 +78,7 @@ def _store_snapshot(store: Path) -> dict[str, int]:
 def _print_summary(home, dagster_home, config_path, log_path, outcome, before, after) -> None:
     from media_crawler.config import load_config
     from media_crawler.store.ledger import Ledger
-    from media_crawler.store.report_queries import failure_counts_by_class, totals_by_platform_kind_state
+    from media_crawler.store.reports.reads import failure_counts_by_class, totals_by_platform_kind_state
 
     ledger = Ledger(load_config(config_path).ledger_url)
     rows = totals_by_platform_kind_state(ledger)

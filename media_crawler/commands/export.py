@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def manifest_rows(ledger, store, since: float | None = None, platform: str | None = None):
-    from media_crawler.store.report_queries import committed_rows
+    from media_crawler.store.reports.reads import committed_rows
 
     for row in committed_rows(ledger, since=since, platform=platform):
         yield {

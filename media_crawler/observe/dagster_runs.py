@@ -100,7 +100,7 @@ def sql_run_storage_for_home(home: Path) -> "SqlRunStorage | None":
             return None
         from media_crawler.scrub import register_secret
         from media_crawler.store.database import normalize_url
-        from media_crawler.store.url_parts import is_database_url, url_password
+        from media_crawler.store.urls import is_database_url, url_password
 
         if not is_database_url(url):
             return None  # Dagster would fail on it too

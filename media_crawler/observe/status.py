@@ -18,7 +18,7 @@ from media_crawler.store.reports import counts, delays, platform_signals, waitin
 from media_crawler.timestamps import utc_timestamp
 from media_crawler.scrub import scrub_text
 from media_crawler.store.database import Engine
-from media_crawler.store.url_parts import redacted_url
+from media_crawler.store.urls import display_url
 
 
 def disk_usage(store_root: Path, min_free_bytes: int) -> dict[str, Any]:
@@ -70,7 +70,7 @@ def build_status(engine: Engine, config: CrawlConfig, now: float, *, instance=No
             platform["oldest_since"] = utc_timestamp(platform["oldest_since"])
     return {
         "generated_at": utc_timestamp(now),
-        "ledger": redacted_url(config.ledger_url),
+        "ledger": display_url(config.ledger_url),
         "states": dict(sorted(states.items())),
         "backlog": counts.backlog(engine, now),
         "waiting": by_reason,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from media_crawler.config import CONFIG_ENV, CrawlConfig, config_from_dict, config_path_default, load_config
 from media_crawler.scrub import register_secret
-from media_crawler.store.url_parts import url_password
+from media_crawler.store.urls import url_password
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:

@@ -14,7 +14,7 @@ from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.crashpoints import AFTER_DISCOVERY_BATCH, crash_point
 from media_crawler.store.ledger import FINISHED_STATES
-from media_crawler.store.report_queries import rows_by_identity
+from media_crawler.store.reports.reads import rows_by_identity
 from media_crawler.store.source_state import finished_feeds, mark_feed_finished, open_feed_error_since
 
 BATCH = 200

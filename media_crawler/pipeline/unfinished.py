@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from media_crawler.store.ledger import Ledger
-from media_crawler.store.report_queries import unfinished_partition_counts
+from media_crawler.store.reports.reads import unfinished_partition_counts
 
 
 def unfinished_partitions(ledger: Ledger) -> list[tuple[str, str, int]]:

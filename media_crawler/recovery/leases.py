@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from media_crawler.recovery.liveness import is_dead, token_of_owner
 from media_crawler.store import leases as stored_leases
 from media_crawler.store.ledger import Ledger, SourceScope, Task
-from media_crawler.store.leases import release_values  # noqa: F401 (the stages take it from here)
 
 STAGE_LEASE_S = 300.0
 

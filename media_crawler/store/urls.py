@@ -2,7 +2,8 @@
 
 Backup, restore and reconcile need to know what a ledger URL points at (a
 SQLite file, a PostgreSQL database) without connecting to it, and to show or
-hand one to pg_dump without leaking its password.
+hand one to pg_dump without leaking its password; `status` and `health` show one,
+and mask its password in errors quoting it.
 """
 from __future__ import annotations
 
@@ -28,8 +29,28 @@ def same_postgres_database(first: str, second: str) -> bool:
 
 
 def display_url(url: str) -> str:
-    """The URL to show a person: the password masked."""
-    return make_url(url).render_as_string(hide_password=True)
+    """The URL to show a person (status output is pasted into tickets): the password masked."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an odd URL is still worth showing, minus anything after '@'
+        return url.rsplit("@", 1)[-1]
+
+
+def is_database_url(url: str) -> bool:
+    """Whether SQLAlchemy reads `url` as a database URL at all."""
+    try:
+        make_url(url)
+    except Exception:
+        return False
+    return True
+
+
+def url_password(url: str) -> str | None:
+    """The URL's password, so a database error quoting the DSN can be masked; None when it has none."""
+    try:
+        return make_url(url).password
+    except Exception:  # not a URL SQLAlchemy can read: nothing to mask
+        return None
 
 
 def libpq_url(url: str) -> tuple[str, str | None]:
