@@ -210,6 +210,11 @@ class LedgerCollector(Collector):
         for (platform, reason), entry in histograms["wait"].items():
             wait.add_metric([platform, reason], _buckets(entry["buckets"], entry["count"]), entry["sum"])
         yield wait
+        complete = GaugeMetricFamily(
+            f"{PREFIX}_delay_histograms_complete", "1 when the delay and wait histograms hold every committed item; 0 "
+            "while a ledger never folded before is folded a chunk per scrape (they grow until then).")
+        complete.add_metric([], 1 if self._delays.caught_up else 0)
+        yield complete
 
     def _from_dagster(self, now: float):
         """(runs in flight or None, metric families): Dagster's queued runs and delay histograms."""

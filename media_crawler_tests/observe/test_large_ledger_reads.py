@@ -67,6 +67,26 @@ def test_the_histograms_fold_is_kept_in_the_ledger_and_read_by_the_next_exporter
     assert other["stage"][("urls", "queue")]["count"] == 5
 
 
+def test_a_ledger_never_folded_is_folded_a_chunk_per_scrape_and_the_counts_only_grow(empty_ledger):
+    engine = empty_ledger.engine
+    with engine.begin() as conn:
+        for n in range(10):
+            at = NOW - 7200 + (n // 2)  # two commits per second: a chunk's edge never splits a tie
+            add(conn, n, queued_at=at - 10, claimed_at=at - 8, started_at=at - 7, finished_at=at - 5,
+                verified_at=at - 2, committed_at=at)
+    whole = delay_fold.CommittedDelays(engine, persist=False).current(NOW)["stage"][("urls", "queue")]["count"]
+    seen, complete = [], []
+    for scrape in range(6):
+        # A new exporter every time: each scrape goes on from the fold the last one saved.
+        exporter = delay_fold.CommittedDelays(engine, chunk_rows=3)
+        seen.append(exporter.current(NOW)["stage"].get(("urls", "queue"), {"count": 0})["count"])
+        complete.append(exporter.caught_up)
+    assert seen == sorted(seen) and seen[0] < whole, "grows a chunk at a time"
+    assert 3 <= seen[0] <= 4, "a chunk reads about chunk_rows rows (ties at its edge included)"
+    assert seen[-1] == whole == 10 and complete[-1] and not complete[0]
+    assert complete.index(True) <= 4 and seen[complete.index(True):] == [whole] * (6 - complete.index(True))
+
+
 def test_stage_delays_count_recent_commits_and_unfinished_rows_only(empty_ledger):
     with empty_ledger.engine.begin() as conn:
         add(conn, 1, queued_at=NOW - 60, claimed_at=NOW - 50, started_at=NOW - 49, finished_at=NOW - 40,

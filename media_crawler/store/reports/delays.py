@@ -159,6 +159,14 @@ def delay_histograms(engine: Engine, buckets: tuple[float, ...] = DELAY_BUCKETS,
     return result
 
 
+def committed_at_of_row(engine: Engine, *, after: float | None, row: int) -> float | None:
+    """The commit time of the `row`-th row committed after `after` (all when None), by the
+    committed_at index; None when fewer remain. A fold up to it reads about `row` rows."""
+    query = select(T.c.committed_at).where(T.c.committed_at > after if after is not None else T.c.committed_at.isnot(None))
+    with engine.connect() as conn:
+        return conn.execute(query.order_by(T.c.committed_at).limit(1).offset(row - 1)).scalar()
+
+
 def merge_histograms(*parts: dict[str, dict[tuple[str, str], dict]]) -> dict[str, dict[tuple[str, str], dict]]:
     merged: dict[str, dict[tuple[str, str], dict]] = {"stage": {}, "wait": {}}
     for part in parts:
