@@ -705,7 +705,7 @@ def _time_sensors(sources: Path, workdir: Path, ledger_url: str, backend: str) -
 
     from media_crawler.config import LEDGER_ENV, load_config
     from media_crawler.defs.jobs import build_automation, build_crawl_job
-    from media_crawler.defs.resources import CrawlerResource
+    from media_crawler.defs.resources import crawl_resources
     from media_crawler.deploy.workers import WorkerPlan, render_instance_yaml
 
     data = yaml.safe_load(sources.read_text())
@@ -733,7 +733,7 @@ def _time_sensors(sources: Path, workdir: Path, ledger_url: str, backend: str) -
                                       ("unfinished_2", unfinished)):
                 t = time.perf_counter()
                 with build_sensor_context(instance=instance,
-                                          resources={"crawler": CrawlerResource(config_path=str(config_path))}) as context:
+                                          resources=crawl_resources(str(config_path))) as context:
                     value = sensor_def(context)
                 value = list(value) if not hasattr(value, "skip_message") and isinstance(value, (list, tuple)) else value
                 result[f"{label}_s"] = time.perf_counter() - t

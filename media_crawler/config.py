@@ -165,9 +165,10 @@ def load_config(path: str | os.PathLike | None = None) -> CrawlConfig:
 TOP_LEVEL_KEYS = frozenset({"sources", "platforms", "store", "ledger_url", "allow_hosts", "workers",
                             "max_item_bytes", "min_free_bytes", "partitions"})
 # The keys every platform takes (`platforms.<name>`); a platform's spec adds its own
-# (PlatformSpec.settings), and any other key is refused.
-PLATFORM_KEYS = frozenset({"api_base", "extra_api_bases", "media_hosts", "max_height", "codec_order",
-                           "credential_env", "mux", "rate", "burst", "max_pages", "allow_unknown_formats"})
+# (PlatformSpec.settings: a quality limit, a codec order, muxing), and any other key is
+# refused, by name of the platforms that own it when some do.
+PLATFORM_KEYS = frozenset({"api_base", "extra_api_bases", "media_hosts", "credential_env", "rate", "burst",
+                           "max_pages", "allow_unknown_formats"})
 
 
 def platform_keys(spec: PlatformSpec) -> frozenset[str]:
@@ -309,7 +310,9 @@ def _platform_settings(
     if not isinstance(raw, Mapping):
         raise ConfigError(f"platforms.{name} must be a mapping of settings")
     own = spec.settings if spec is not None else ()
-    _refuse_unknown(f"platforms.{name}", raw, PLATFORM_KEYS | {setting.name for setting in own}, path)
+    known = PLATFORM_KEYS | {setting.name for setting in own}
+    _refuse_others_settings(name, raw, known, path)
+    _refuse_unknown(f"platforms.{name}", raw, known, path)
     where = f"platforms.{name}"
     options = {key: value for key, value in raw.items() if key in ("rate", "burst", "max_pages", "allow_unknown_formats")}
     for setting in own:
@@ -323,9 +326,6 @@ def _platform_settings(
         options["max_pages"] = _int(f"{where}.max_pages", options["max_pages"], 0, minimum=1)
     if "allow_unknown_formats" in options:
         _flag(name, "allow_unknown_formats", options["allow_unknown_formats"])
-    codec_order = raw.get("codec_order") or ("avc", "hevc", "av1")
-    if not isinstance(codec_order, (list, tuple)) or not all(isinstance(c, str) for c in codec_order):
-        raise ConfigError(f"{where}.codec_order must be a list such as [avc, hevc, av1]")
     for base_name, base in (("api_base", raw.get("api_base")), *(
             (f"extra_api_bases.{k}", v) for k, v in _mapping(f"{where}.extra_api_bases", raw.get("extra_api_bases")).items())):
         if base is not None:
@@ -334,12 +334,18 @@ def _platform_settings(
         api_base=_text(f"{where}.api_base", raw.get("api_base")),
         extra_api_bases=_mapping(f"{where}.extra_api_bases", raw.get("extra_api_bases")),
         media_hosts=_host_entries(f"{where}.media_hosts", raw.get("media_hosts")),
-        max_height=_int(f"{where}.max_height", raw.get("max_height"), 1080, minimum=1),
-        codec_order=tuple(codec_order),
         credential_env=_mapping(f"{where}.credential_env", raw.get("credential_env")),
-        mux=_flag(name, "mux", raw.get("mux", True)),
         options=options,
     )
+
+
+def _refuse_others_settings(name: str, raw: Mapping[str, Any], known: frozenset[str], path: Path | None) -> None:
+    """A key of other platforms' specs given to this one: which platforms own it, in one line."""
+    for key in sorted(str(key) for key in raw if key not in known):
+        owners = [spec.name for spec in _specs().values() if any(setting.name == key for setting in spec.settings)]
+        if owners:
+            raise ConfigError(f"{path or 'the configuration'}: unknown key {key!r} in platforms.{name}: {key} is a "
+                              f"setting of {' and '.join(owners)}, not of {name}")
 
 
 def _own_setting(where: str, setting: Setting, value: Any) -> Any:

@@ -3,7 +3,7 @@
 The partitions come from the `partitions:` section of the code location's
 sources.yaml (MEDIA_CRAWLER_CONFIG), read when Dagster loads the code location
 (`@definitions`: importing this module reads nothing); everything else is read
-by the resource when a run or tick needs it. Without a sources file the default
+by the resources when a run or tick needs it (defs/resources.py). Without a sources file the default
 layout applies (docs/SHARDS.md).
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from media_crawler.config import CrawlConfig, default_config_path, load_config
 from media_crawler.defs.assets import build_crawl_assets
 from media_crawler.defs.celery import build_celery_crawl_job
 from media_crawler.defs.jobs import build_automation, build_crawl_job
-from media_crawler.defs.resources import CrawlerResource
+from media_crawler.defs.resources import crawl_resources
 from media_crawler.shards import PartitionLayout
 
 
@@ -27,7 +27,7 @@ def build_definitions(layout: PartitionLayout) -> Definitions:
         jobs=[job for job in (crawl_job, build_celery_crawl_job(layout)) if job is not None],
         schedules=[schedule],
         sensors=sensors,
-        resources={"crawler": CrawlerResource()},
+        resources=crawl_resources(),
     )
 
 

@@ -52,19 +52,15 @@ class PlatformSettings:
     extra_api_bases: further roots a platform needs (Weibo's m. and ajax APIs);
     media_hosts: host patterns media may be fetched from (`*.hdslb.com`);
     credentials are names of environment variables, never values;
-    mux: also commit a muxed MP4 of a DASH video's video and audio tracks
-    when ffmpeg is on PATH (pipeline/mux_tracks.py);
     options: rate, burst, max_pages, allow_unknown_formats and the keys the
-    platform's own spec declares (`PlatformSpec.settings`), parsed.
+    platform's own spec declares (`PlatformSpec.settings`: a video quality
+    limit, a codec order, muxing), parsed; read those with `PlatformSpec.setting`.
     """
 
     api_base: str | None = None
     extra_api_bases: Mapping[str, str] = field(default_factory=dict)
     media_hosts: tuple[str, ...] = ()
-    max_height: int = 1080
-    codec_order: tuple[str, ...] = ("avc", "hevc", "av1")
     credential_env: Mapping[str, str] = field(default_factory=dict)
-    mux: bool = True
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -167,6 +163,15 @@ class PlatformSpec:
         if self.hashed_key:
             return f"{self.name}-" + hashlib.sha256(source.ident.encode()).hexdigest()[:10]
         return f"{self.name}-{re.sub(r'[^A-Za-z0-9]', '', source.ident)}"
+
+    # -- its own settings ----------------------------------------------------------------
+
+    def setting(self, settings: PlatformSettings, name: str) -> Any:
+        """One of the keys it declares (`settings`): as sources.yaml set it, else its default."""
+        for own in self.settings:
+            if own.name == name:
+                return settings.options.get(name, own.default)
+        raise KeyError(f"platform {self.name} declares no setting {name!r}")
 
     # -- budgets --------------------------------------------------------------------
 

@@ -68,7 +68,7 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
 
     from media_crawler.dagster_home import local_instance
     from media_crawler.defs.partitions import partition_key
-    from media_crawler.defs.resources import CrawlerResource
+    from media_crawler.defs.resources import crawl_resources
     from media_crawler.definitions import crawl_assets_for
     from media_crawler.observe.progress import Progress
 
@@ -85,13 +85,13 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
     selected = set(shards or ()) | {config.layout.shard_of(key) for key in (source_keys or ([] if shards else keys))}
     shards = {shard: tuple(members) for shard, members in sorted(config.layout.group(keys).items()) if shard in selected}
     assets = crawl_assets_for(config)
-    resource = CrawlerResource(config_path=str(Path(config_path).resolve()))
+    resources = crawl_resources(str(Path(config_path).resolve()))
     outcome = CrawlOutcome()
     progress = Progress("crawl", len(days) * len(shards), unit="partitions", sinks=progress_sinks or [])
     for day in days:
         for shard, members in shards.items():
             result = materialize(assets, partition_key=partition_key(shard, day), instance=instance,
-                                 resources={"crawler": resource}, raise_on_error=raise_on_error,
+                                 resources=resources, raise_on_error=raise_on_error,
                                  tags={"media_crawler/shard": shard, "media_crawler/day": day, **process_tags()})
             error = ""
             if not result.success:

@@ -35,7 +35,7 @@ from dagster import (
 )
 
 from media_crawler.defs.partitions import crawl_partitions, split_partition_key
-from media_crawler.defs.resources import CrawlerResource
+from media_crawler.defs.resources import PlatformsResource
 from media_crawler.observe.events import correlation
 from media_crawler.observe.logging import ensure_configured
 from media_crawler.pipeline.discover import ShardDiscovery, discover_sources
@@ -76,11 +76,11 @@ class Scope:
 
 
 @contextmanager
-def _stage(context: AssetExecutionContext, crawler: CrawlerResource):
+def _stage(context: AssetExecutionContext, platforms: PlatformsResource):
     ensure_configured()  # item events as JSON lines on stdout, not in Dagster's event log
     record_run_process(context)  # so a restart can tell this run died with its process (recovery/runs.py)
     shard, window = split_partition_key(context.partition_key)
-    runtime = crawler.runtime()
+    runtime = platforms.runtime()
     check_layout(runtime.ledger, runtime.config, instance=context.instance, shard=shard)
     sources = runtime.config.sources_in(shard)
     with correlation(run_id=context.run_id, partition=str(context.partition_key), step=context.asset_key.to_user_string()):
@@ -140,7 +140,7 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
     partitions = crawl_partitions(layout)
 
     @asset(partitions_def=partitions, group_name=GROUP, retry_policy=STEP_RETRY, kinds={"python"})
-    def media_records(context: AssetExecutionContext, crawler: CrawlerResource) -> MaterializeResult:
+    def media_records(context: AssetExecutionContext, platforms: PlatformsResource) -> MaterializeResult:
         """Media records of one shard's sources for one publication day.
 
         Pages each source's feed (stopping at the first page older than the day),
@@ -150,7 +150,7 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
         source whose feed fails does not stop the others: it is named in this
         materialization, in `failures`, and committed_media fails the partition.
         """
-        with _stage(context, crawler) as scope:
+        with _stage(context, platforms) as scope:
             found = discover_sources(scope.runtime, scope.sources, scope.window, run_id=context.run_id)
         wait = feed_retry_wait(found, context.retry_number)
         if wait is not None:
@@ -161,14 +161,14 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
 
     @asset(partitions_def=partitions, group_name=GROUP, retry_policy=STEP_RETRY, deps=[media_records],
            kinds={"python"})
-    def media_downloads(context: AssetExecutionContext, crawler: CrawlerResource) -> MaterializeResult:
+    def media_downloads(context: AssetExecutionContext, platforms: PlatformsResource) -> MaterializeResult:
         """Media bytes of the partition, streamed into the store's staging area.
 
         Each item goes to a `.part` file, hashed while writing, resumed with
         Range/If-Range after a cut, retried per item by error class (Retry-After
         honoured), within the platform's shared rate budget.
         """
-        with _stage(context, crawler) as scope:
+        with _stage(context, platforms) as scope:
             report = download_partition(scope.runtime, scope.sources, scope.window, run_id=context.run_id,
                                         ignore_backoff=context.retry_number > 0)
         halted = report.extra.get("platforms_halted", 0)
@@ -184,11 +184,11 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
 
     @asset(partitions_def=partitions, group_name=GROUP, retry_policy=STEP_RETRY, deps=[media_downloads],
            kinds={"python"})
-    def verified_media(context: AssetExecutionContext, crawler: CrawlerResource) -> MaterializeResult:
+    def verified_media(context: AssetExecutionContext, platforms: PlatformsResource) -> MaterializeResult:
         """Staged downloads that passed verification: size, sha256, magic bytes
         (HTML served instead of media is rejected), a Pillow decode with a
         decompression-bomb guard, and the MP4 box structure."""
-        with _stage(context, crawler) as scope:
+        with _stage(context, platforms) as scope:
             report = verify_partition(scope.runtime, scope.sources, scope.window)
         return _result(report)
 
@@ -202,7 +202,7 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
                            description="Warns about items that are permanently unavailable (404, deleted, too large)."),
         ],
     )
-    def committed_media(context: AssetExecutionContext, crawler: CrawlerResource):
+    def committed_media(context: AssetExecutionContext, platforms: PlatformsResource):
         """Verified media in the content-addressed store (`sha256/aa/bb/<sha256>`), and for
         DASH videos a muxed MP4 of the tracks when ffmpeg is on PATH (pipeline/mux_tracks.py).
 
@@ -212,7 +212,7 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
         day; permanently unavailable items are reported by a check but do not
         keep the partition red.
         """
-        with _stage(context, crawler) as scope:
+        with _stage(context, platforms) as scope:
             runtime, sources, window = scope.runtime, scope.sources, scope.window
             commit_started = time.time()
             report = commit_partition(runtime, sources, window)

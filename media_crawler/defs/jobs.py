@@ -26,7 +26,7 @@ from dagster import (
 from media_crawler.config import ConfigError
 from media_crawler.defs.assets import GROUP
 from media_crawler.defs.partitions import crawl_partitions, partition_key, split_partition_key
-from media_crawler.defs.resources import CrawlerResource
+from media_crawler.defs.resources import CrawlConfigResource, LedgerResource
 from media_crawler.deploy.workers import PLATFORM_TAG
 from media_crawler.pipeline.layout import check_layout
 from media_crawler.pipeline.unfinished import unfinished_partitions
@@ -77,24 +77,24 @@ def build_automation(layout: PartitionLayout, crawl_job) -> list:
 
     @schedule(job=crawl_job, cron_schedule="30 0 * * *", execution_timezone="UTC",
               default_status=DefaultScheduleStatus.STOPPED)
-    def daily_crawl_schedule(context: ScheduleEvaluationContext, crawler: CrawlerResource):
+    def daily_crawl_schedule(context: ScheduleEvaluationContext, crawl_config: CrawlConfigResource):
         """Every day at 00:30 UTC: crawl yesterday for every shard that holds a source of sources.yaml."""
         yesterday = (context.scheduled_execution_time.astimezone(timezone.utc) - timedelta(days=1)).date().isoformat()
-        config = crawler.load()
+        config = crawl_config.load()
         for shard in sorted(config.layout.group(source.key for source in config.sources)):
             yield RunRequest(run_key=f"{shard}|{yesterday}", partition_key=partition_key(shard, yesterday))
 
     @sensor(job=crawl_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.RUNNING)
-    def source_registration_sensor(context: SensorEvaluationContext, crawler: CrawlerResource):
+    def source_registration_sensor(context: SensorEvaluationContext, crawl_config: CrawlConfigResource,
+                                   ledger: LedgerResource):
         """Registers sources newly added to sources.yaml (in the ledger) and requests
         the recent days of the shards that hold them."""
         try:
-            runtime = crawler.runtime()
-            config = crawler.load()
-            check_layout(runtime.ledger, config, instance=context.instance)
+            config = crawl_config.load()
+            check_layout(ledger.get(), config, instance=context.instance)
         except ConfigError as error:
             return SkipReason(f"not registering sources: {error}")
-        new = register_sources(runtime.ledger, ((source.key, source.platform) for source in config.sources))
+        new = register_sources(ledger.get(), ((source.key, source.platform) for source in config.sources))
         if not new:
             return SkipReason("no new sources")
         today = datetime.now(timezone.utc).date()
@@ -103,23 +103,24 @@ def build_automation(layout: PartitionLayout, crawl_job) -> list:
                 for shard, keys in sorted(config.layout.group(new).items()) for day in days]
 
     @sensor(job=crawl_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.RUNNING)
-    def unfinished_partitions_sensor(context: SensorEvaluationContext, crawler: CrawlerResource):
+    def unfinished_partitions_sensor(context: SensorEvaluationContext, crawl_config: CrawlConfigResource,
+                                     ledger: LedgerResource):
         """Re-runs partitions whose ledger still holds unfinished items (a failed or
         killed run, a platform that was down), so the backlog drains without an
         operator. Backoff per partition (2 min doubling to 1 h, kept in the cursor),
         at most a few partitions per tick, never beside a run already in flight.
         Each tick also marks failed the runs whose process died (recovery/runs.py)."""
         dead = fail_dead_runs(context.instance)
-        runtime = crawler.runtime()
         try:
-            check_layout(runtime.ledger, runtime.config, instance=context.instance)
+            config = crawl_config.load()
+            check_layout(ledger.get(), config, instance=context.instance)
         except ConfigError as error:
             return SkipReason(f"not re-requesting partitions: {error}")
-        configured = {source.key for source in runtime.config.sources}
+        configured = {source.key for source in config.sources}
         shards: dict[tuple[str, str], int] = {}
-        for source_key, day, count in unfinished_partitions(runtime.ledger):
+        for source_key, day, count in unfinished_partitions(ledger.get()):
             if source_key in configured:
-                pair = (runtime.config.layout.shard_of(source_key), day)
+                pair = (config.layout.shard_of(source_key), day)
                 shards[pair] = shards.get(pair, 0) + count
         in_flight = {tuple(reversed(key.split("|", 1))) for key in in_flight_partitions(context.instance)}
         unfinished = sorted(shards, key=lambda pair: (pair[1], pair[0]))

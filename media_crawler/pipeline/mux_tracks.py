@@ -3,10 +3,10 @@ audio tracks muxed into one MP4 (ffmpeg, stream copy) and committed as one
 more blob, with a ledger row of its own (variant `mux`, the tracks' group).
 
 The tracks are the archive and the muxed file a convenience. So muxing turned
-off (`platforms.<name>.mux: false`) or no ffmpeg on PATH is a reason, reported
-once per partition in the stage's metadata and log, and an ffmpeg that rejects
-a group's tracks is a warning for that group, tried again on the next run:
-neither fails the partition or touches the tracks.
+off (`platforms.<name>.mux: false`, a key of the platforms with DASH videos) or no
+ffmpeg on PATH is a reason, reported once per partition in the stage's metadata
+and log, and an ffmpeg that rejects a group's tracks is a warning for that group,
+tried again on the next run: neither fails the partition or touches the tracks.
 
 Crash safety: the row is written after the blob is committed, and ffmpeg runs
 with bitexact output, so a run that died in between makes the same bytes again
@@ -42,9 +42,11 @@ def mux_partition(runtime: Runtime, sources: Sources, window: DayWindow, report:
     if not pairs:
         return
     platform = pairs[0][0].platform  # a scope holds one platform's sources (a shard is per platform)
-    settings = runtime.config.settings_for(platform)
-    ffmpeg = find_ffmpeg() if settings.mux else None
-    reason = mux_unavailable_reason(settings.mux, ffmpeg)
+    # `mux` is a setting of the platforms whose adapters yield DASH tracks (their specs
+    # declare it); one that does not declare it has its groups muxed.
+    enabled = runtime.config.settings_for(platform).options.get("mux", True) is True
+    ffmpeg = find_ffmpeg() if enabled else None
+    reason = mux_unavailable_reason(enabled, ffmpeg)
     if reason is not None:
         report.extra["mux_unavailable"] = reason
         log_item(stage="commit", platform=platform, canonical_url=pairs[0][0].canonical_url,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import requests
 
 from media_crawler.config import CrawlConfig
-from media_crawler.deploy.workers import WorkerPlan
+from media_crawler.deploy.workers import DOWNLOAD_THREADS_PER_WORKER
 from media_crawler.net.policy import UrlPolicy
 from media_crawler.scrub import register_environment_secrets
 from media_crawler.platforms.base import PlatformAdapter
@@ -31,6 +31,15 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
+def runtime_session() -> requests.Session:
+    """The HTTP session of one worker: a worker (one run, one partition at a time)
+    downloads with a fixed number of threads, so its pool size does not depend on the
+    configuration; `workers: N` adds run slots, not threads (deploy/workers.py)."""
+    from media_crawler.http import make_session
+
+    return make_session(pool_size=DOWNLOAD_THREADS_PER_WORKER * 2)
+
+
 @dataclass
 class Runtime:
     config: CrawlConfig
@@ -42,21 +51,19 @@ class Runtime:
     _policies: dict[tuple[str, str], UrlPolicy] = field(default_factory=dict)
 
     @classmethod
-    def from_config(cls, config: CrawlConfig) -> "Runtime":
-        from media_crawler.http import make_session
-
+    def from_config(cls, config: CrawlConfig, *, ledger: Ledger | None = None,
+                    session: requests.Session | None = None) -> "Runtime":
+        """Everything built from `config`; a `ledger` or `session` given is used as it is
+        (defs/resources.py hands in the ones its resources own)."""
         # Adapters fall back to default variable names, so those are masked too.
         register_environment_secrets(
             env_name for settings in config.platforms.values() for env_name in settings.credential_env.values())
-        # A worker (one run, one partition at a time) downloads with a fixed number
-        # of threads; `workers: N` adds run slots, not threads (deploy/workers.py).
-        threads = WorkerPlan(config.workers).download_threads
         return cls(
             config=config,
-            ledger=Ledger(config.ledger_url),
+            ledger=ledger if ledger is not None else Ledger(config.ledger_url),
             store=BlobStore(config.store_root).ensure(),
-            session=make_session(pool_size=threads * 2),
-            download_threads=threads,
+            session=session if session is not None else runtime_session(),
+            download_threads=DOWNLOAD_THREADS_PER_WORKER,
         )
 
     def close(self) -> None:

@@ -186,8 +186,8 @@ def test_the_mux_setting_is_a_boolean_per_platform(tmp_path):
     from media_crawler.config import ConfigError, config_from_dict
 
     base = {"store": str(tmp_path / "store"), "sources": [{"bilibili": "user 1"}]}
-    assert config_from_dict(base).settings_for("bilibili").mux is True  # on unless turned off
+    assert config_from_dict(base).settings_for("bilibili").options["mux"] is True  # on unless turned off
     off = config_from_dict({**base, "platforms": {"bilibili": {"mux": False}}})
-    assert off.settings_for("bilibili").mux is False and "mux" not in off.settings_for("bilibili").options
+    assert off.settings_for("bilibili").options["mux"] is False
     with pytest.raises(ConfigError, match="platforms.bilibili.mux must be true or false"):
         config_from_dict({**base, "platforms": {"bilibili": {"mux": "no"}}})

@@ -177,7 +177,7 @@ def test_newest_cursor_is_stored():
 
 def test_resolve_fetches_fresh_urls_for_the_same_variant():
     transport = FakeTransport(routes())
-    bili = adapter(transport, max_height=720)
+    bili = adapter(transport, options={"max_height": 720})
     video = next(i for i in bili.iter_records(SOURCE, WINDOW) if i.variant.startswith("video"))
     assert video.variant == "video-13-7"
     fresh_body = copy.deepcopy(load_fixture("bilibili", "playurl_dash_fnval4048.json"))

@@ -89,7 +89,7 @@ def test_error_output_names_class_and_code():
 def test_playurl_without_view_context_keys_on_its_own_cid_and_uses_settings():
     out, err = io.StringIO(), io.StringIO()
     run_normalize("bilibili", [str(FIXTURES / "bilibili/playurl_dash_fnval4048.json")], out=out, err=err,
-                  settings=PlatformSettings(max_height=720, codec_order=("hevc",)))
+                  settings=PlatformSettings(options={"max_height": 720, "codec_order": ("hevc",)}))
     video, audio = (json.loads(line) for line in out.getvalue().splitlines())
     # The cid is in the answer (the stream URLs' upgcxcode/…/143623477/ directory); the bvid is not.
     assert (video["item_id"], video["variant"], audio["variant"]) == ("unknown:143623477", "video-13-12", "audio-34786")

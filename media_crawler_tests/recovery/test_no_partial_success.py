@@ -11,7 +11,7 @@ from media_crawler.commands.crawl import prepare_home
 from media_crawler.config import load_config
 from media_crawler.defs import assets
 from media_crawler.defs.partitions import partition_key
-from media_crawler.defs.resources import CrawlerResource
+from media_crawler.defs.resources import crawl_resources
 from media_crawler.definitions import crawl_assets_for
 from media_crawler.models import Source
 from media_crawler.recovery.liveness import process_token
@@ -35,7 +35,7 @@ def materialize_feed(instance, config_path, feed_url: str):
     prepare_home(instance, config)
     shard = config.layout.shard_of(Source.parse("urls", feed_url))
     return materialize(crawl_assets_for(config), partition_key=partition_key(shard, DAY), instance=instance,
-                       resources={"crawler": CrawlerResource(config_path=str(config_path))}, raise_on_error=False)
+                       resources=crawl_resources(str(config_path)), raise_on_error=False)
 
 
 def checks(result) -> dict:

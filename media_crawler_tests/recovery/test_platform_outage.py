@@ -11,7 +11,7 @@ from media_crawler import errors
 from media_crawler.commands.crawl import crawl
 from media_crawler.config import load_config
 from media_crawler.defs.partitions import split_partition_key
-from media_crawler.defs.resources import CrawlerResource
+from media_crawler.defs.resources import crawl_resources
 from media_crawler.recovery import rerequest
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.shard_support import unfinished_sensor
@@ -47,7 +47,7 @@ def weibo_media_requests(sim) -> int:
 
 def sensor_tick(instance, config_path, cursor):
     with build_sensor_context(instance=instance, cursor=cursor,
-                              resources={"crawler": CrawlerResource(config_path=str(config_path))}) as context:
+                              resources=crawl_resources(str(config_path))) as context:
         result = unfinished_sensor(config_path)(context)
         cursor = context.cursor
     requests_ = [item for item in (result if isinstance(result, list) else []) if isinstance(item, RunRequest)]

@@ -52,7 +52,7 @@ def test_the_sensor_fails_dead_runs_and_never_requests_beside_a_live_run(crawl_h
     from media_crawler.commands.crawl import prepare_home
     from media_crawler.config import load_config
     from media_crawler_tests.shard_support import unfinished_sensor
-    from media_crawler.defs.resources import CrawlerResource
+    from media_crawler.defs.resources import crawl_resources
     from media_crawler.models import DayWindow
     from media_crawler.pipeline.discover import discover
     from media_crawler.pipeline.runtime import Runtime
@@ -77,7 +77,7 @@ def test_the_sensor_fails_dead_runs_and_never_requests_beside_a_live_run(crawl_h
                                    tags={"dagster/partition": f"2026-11-25|{first}", PROCESS_TAG: dead_token})
         create_run_for_test(instance, job_name="crawl", status=DagsterRunStatus.STARTED,
                             tags={"dagster/partition": f"2026-11-26|{second}", PROCESS_TAG: process_token()})
-        resources = {"crawler": CrawlerResource(config_path=str(config.path))}
+        resources = crawl_resources(str(config.path))
         cursor = None
         requested = []
         for _ in range(2):  # notice, then request once the first wait has passed

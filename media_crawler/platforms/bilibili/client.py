@@ -96,10 +96,8 @@ class BilibiliAdapter(PlatformAdapter):
         except (CrawlError, *MALFORMED) as exc:
             yield item_failure(PLATFORM, part.item_id, exc)
             return
-        yield from guarded(
-            PLATFORM, part.item_id,
-            lambda: normalize.records_from_playurl(data, part, self.settings.max_height, self.settings.codec_order),
-        )
+        limits = SPEC.setting(self.settings, "max_height"), SPEC.setting(self.settings, "codec_order")
+        yield from guarded(PLATFORM, part.item_id, lambda: normalize.records_from_playurl(data, part, *limits))
 
     # -- API calls --------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from media_crawler.platforms.base import FeedItem, PlatformSettings
+from media_crawler.platforms.bilibili import SPEC
 from media_crawler.platforms.bilibili import normalize as bilibili
 from media_crawler.platforms.bilibili.errors import classify_envelope, envelope_code
 from media_crawler.platforms.bilibili.wbi import keys_from_nav
@@ -46,7 +47,7 @@ def normalize(
     if isinstance(data, dict) and bilibili.is_playurl(data):
         part = _playurl_part(data, context or Context(), note)
         return guarded(bilibili.PLATFORM, part.item_id, lambda: bilibili.records_from_playurl(
-            data, part, settings.max_height, settings.codec_order))
+            data, part, SPEC.setting(settings, "max_height"), SPEC.setting(settings, "codec_order")))
     if isinstance(data, dict) and data.get("bvid"):
         try:
             info = bilibili.video_info_from_view(data)

@@ -1,5 +1,5 @@
 """Weibo: a user's posts (pictures, videos, live photos) through the m. or the ajax API."""
-from media_crawler.platform_spec import PlatformSpec
+from media_crawler.platform_spec import PlatformSpec, Setting
 
 SPEC = PlatformSpec(
     name="weibo",
@@ -9,6 +9,7 @@ SPEC = PlatformSpec(
     rate=3.0,
     burst=6.0,
     media_hosts=("*.sinaimg.cn", "*.weibocdn.com"),
+    settings=(Setting("max_height", "int", default=1080, minimum=1, doc="the tallest video rendition taken (else the smallest)"),),
     credential=("cookie", "WEIBO_COOKIE"),
     normalize="media_crawler.platforms.weibo.detect:normalize",
     classify="media_crawler.platforms.weibo.errors:classify_answer",

@@ -101,7 +101,7 @@ class WeiboAdapter(PlatformAdapter):
             return
         # The detail may carry a precise time where the feed said "07-14".
         if window.contains(post_time(mblog, now)):
-            yield from normalize.normalize_mblog(mblog, now, self.settings.max_height, api)
+            yield from normalize.normalize_mblog(mblog, now, SPEC.setting(self.settings, "max_height"), api)
 
     # -- detail fetches ---------------------------------------------------------------
 
@@ -165,7 +165,7 @@ class WeiboAdapter(PlatformAdapter):
             return record
         _, api, mid = record.resolve_ref.split(":", 2)
         post = self.complete_post(self.fetch_post(mid, api), api)
-        for fresh in normalize.normalize_mblog(post, self._now(), self.settings.max_height, api):
+        for fresh in normalize.normalize_mblog(post, self._now(), SPEC.setting(self.settings, "max_height"), api):
             if isinstance(fresh, MediaRecord) and fresh.key == record.key:
                 return replace(record, media_url=fresh.media_url, backup_urls=fresh.backup_urls)
         raise CrawlError(ErrorClass.NOT_FOUND, f"{record.canonical_url}: post {mid} no longer offers {record.variant}")

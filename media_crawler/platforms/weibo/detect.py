@@ -8,6 +8,7 @@ from media_crawler.platforms.base import FeedItem, PlatformSettings
 from media_crawler.platforms.detect import Context, Note
 from media_crawler.platforms.fields import dig
 from media_crawler.platforms.responses import parse_error
+from media_crawler.platforms.weibo import SPEC
 from media_crawler.platforms.weibo import normalize as weibo
 from media_crawler.platforms.weibo.errors import classify_body
 
@@ -18,7 +19,7 @@ def normalize(
     if classify_body(body) == "end":
         note({"shape": "weibo end of list"})
         return []
-    options = {"now": now, "max_height": settings.max_height}
+    options = {"now": now, "max_height": SPEC.setting(settings, "max_height")}
     if dig(body, "data", "cards") is not None:
         return weibo.normalize_mblogs(weibo.mblogs_from_getindex(body), api="mobile", **options)
     if dig(body, "data", "list") is not None or dig(body, "statuses") is not None:
