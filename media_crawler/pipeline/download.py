@@ -23,7 +23,7 @@ from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.download.retry import AttemptReport, download_with_retries
 from media_crawler import errors
 from media_crawler.errors import CrawlError, ErrorClass, policy_for
-from media_crawler.models import DayWindow
+from media_crawler.models import DayWindow, Lease
 from media_crawler.observe.events import correlation, current_correlation, log_item
 from media_crawler.observe.progress import LogSink, Progress
 from media_crawler.store.waits import halted_values, retry_values
@@ -117,7 +117,7 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
         # (a failure it already recorded) are not taken again.
         batch = runtime.ledger.claim(
             source_key=source_keys(sources), day=window.day.isoformat() if window else None,
-            owner=owner, lease_s=LEASE_S, run_id=run_id, ignore_backoff=ignore_backoff, shard=shard,
+            lease=Lease(owner, LEASE_S, run_id), ignore_backoff=ignore_backoff, shard=shard,
             limit=CLAIM_BATCH, claimed_before=step_started)
         crash_point(AFTER_CLAIM)
         return batch
