@@ -12,8 +12,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "media_crawler"
 MAX_PARAMETERS = 8
 # Still wider than MAX_PARAMETERS (issue 14: a request/policy pair instead).
 WIDE_FUNCTIONS = {
-    "sim/catalog.py:add",
-    "sim/content/facebook.py:_photo", "sim/scale/content.py:add", "sim/scale/content.py:_facebook_photo",
     "sim/server.py:__init__",
 }
 
