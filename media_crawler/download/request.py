@@ -2,8 +2,8 @@
 
 The request is one item's: its URL, its .part, its headers and what is known
 about it (the .part's validator, the announced size, how to re-sign an expired
-URL). The policy is built once per platform and run (pipeline/download.py) and
-holds the limits and the machinery around every attempt: byte and redirect
+URL). The policy is built once per platform in a download step
+(pipeline/download.py) and holds the limits and the machinery around every attempt: byte and redirect
 limits, where media may come from, timeouts, how many attempts, the shared rate
 budget, and how to sleep between attempts.
 
@@ -58,7 +58,7 @@ class DownloadRequest:
 
 @dataclass(frozen=True)
 class DownloadPolicy:
-    """The limits and retry machinery shared by every download of one platform in one run.
+    """The limits and retry machinery shared by every download of one platform in a download step.
 
     max_bytes: the most any item may write (config max_item_bytes); an item's
     announced size lowers it (body_limit).
@@ -75,7 +75,7 @@ class DownloadPolicy:
     max_redirects: int = DEFAULT_MAX_REDIRECTS
     chunk_size: int = DEFAULT_CHUNK_SIZE
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    budget: "RateBudget | None" = None
+    budget: RateBudget | None = None
     sleep: Callable[[float], None] = time.sleep
     rng: random.Random | None = None
 
