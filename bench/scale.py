@@ -356,6 +356,7 @@ def claim_query_timing(config_path: Path, days: list[str], repeat: int = 5) -> d
     """Time Ledger.claim itself, as download_partition calls it, on the finished ledger
     (every row committed: the query's cost on a ledger of this size, nothing to lease)."""
     from media_crawler.config import load_config
+    from media_crawler.models import Lease
     from media_crawler.store.ledger import Ledger
 
     config = load_config(config_path)
@@ -366,7 +367,7 @@ def claim_query_timing(config_path: Path, days: list[str], repeat: int = 5) -> d
         for day in days:
             for _ in range(repeat):
                 t = time.perf_counter()
-                ledger.claim(source_key=keys, day=day, owner="bench-scale", lease_s=1.0)
+                ledger.claim(source_key=keys, day=day, lease=Lease("bench-scale", 1.0))
                 times.append(time.perf_counter() - t)
     times.sort()
     return dict(claim_query_p95_ms=1000 * times[int(0.95 * (len(times) - 1))], claim_query_p50_ms=1000 * statistics.median(times),

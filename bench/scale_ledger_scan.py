@@ -36,6 +36,7 @@ def main(url: str, sources_yaml: str) -> int:
     from sqlalchemy import func, select, text
 
     from media_crawler.pipeline.unfinished import unfinished_partitions
+    from media_crawler.models import Lease
     from media_crawler.recovery.leases import dead_owners
     from media_crawler.shards import PartitionLayout
     from media_crawler.store.ledger import Ledger
@@ -59,8 +60,8 @@ def main(url: str, sources_yaml: str) -> int:
     shard, members = max(groups.items(), key=lambda item: len(item[1]))
     with ledger.engine.connect() as conn:
         day = conn.execute(select(T.c.day).where(T.c.state == "discovered").order_by(T.c.day.desc()).limit(1)).scalar()
-    out["claim_one_shard_day"], claimed = timed(lambda: ledger.claim(source_key=members, day=day, owner="bench-scale/1/1",
-                                                                     lease_s=1.0), repeat=3)
+    out["claim_one_shard_day"], claimed = timed(lambda: ledger.claim(source_key=members, day=day,
+                                                                     lease=Lease("bench-scale/1/1", 1.0)), repeat=3)
     out["claim_one_shard_day"].update(shard=shard, sources=len(members), day=day, first_claimed=len(claimed))
     if ledger.engine.dialect.name == "postgresql":
         with ledger.engine.connect() as conn:

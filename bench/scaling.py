@@ -299,6 +299,7 @@ def measure(sim, ledger: str, counts: list[int], days: list[str], scratch: Path,
 
 
 def main(argv: list[str] | None = None) -> int:
+    from media_crawler.sim.app import Behaviour
     from media_crawler.sim.server import Simulator
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -319,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         ledgers.remove("postgres")
         notes.append("PostgreSQL was not listening on 127.0.0.1:5432: its table is missing.")
     os.environ.setdefault(DEMO_TOKEN_ENV, "demo-token-not-secret")  # the simulator's Facebook wants a token
-    with Simulator(seed=1, days=args.days, port=0, media_latency_ms=args.latency_ms) as sim, \
+    with Simulator(seed=1, days=args.days, port=0, behaviour=Behaviour(media_latency_ms=args.latency_ms)) as sim, \
             tempfile.TemporaryDirectory(prefix="mc-scaling-") as scratch:
         truth = sim.truth()
         tables = {ledger: measure(sim, ledger, counts, truth["days"], Path(scratch), args) for ledger in ledgers}

@@ -78,6 +78,16 @@ class DayWindow:
 
 
 @dataclass(frozen=True)
+class Lease:
+    """A claim on ledger rows: who holds them (`owner`, naming a live process), for how
+    many seconds from the claim, and the run they are claimed for (recorded on the rows)."""
+
+    owner: str
+    seconds: float
+    run_id: str | None = None
+
+
+@dataclass(frozen=True)
 class MediaRecord:
     """One downloadable media variant, normalized from a platform response.
 

@@ -18,9 +18,9 @@ import http.client
 import os
 import socket
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator
 
 import requests
 import urllib3
@@ -32,28 +32,16 @@ from media_crawler.download.responses import (
     raise_for_status,
     resume_validator,
 )
+from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.download.writeback import EarlyWriteback
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.http import Timeouts, redact_url
-from media_crawler.net.policy import UrlPolicy
+from media_crawler.http import redact_url
 from media_crawler.store.cas import storage_error
 from media_crawler.verify.signatures import HEAD_BYTES, check_media_head
 
-DEFAULT_CHUNK_SIZE = 256 * 1024
 _READ_ERRORS = (urllib3.exceptions.HTTPError, requests.RequestException, http.client.HTTPException, OSError)
 # Classes after which the .part holds nothing worth resuming.
 _DISCARD_PART_CLASSES = (ErrorClass.BAD_SIGNATURE, ErrorClass.TOO_LARGE, ErrorClass.HASH_MISMATCH)
-
-
-def body_limit(max_item_bytes: int, expected_size: int | None) -> int:
-    """The most bytes a download may write: `max_item_bytes`, and when the source announced
-    a size, that size plus a small tolerance (1%, at least 64 KiB). An item announced at
-    10 KB must not pull a 2 GiB body (or inflate a gzip bomb) before verification finds
-    it is not the announced file; a slightly stale size still gets its precise verdict
-    (hash_mismatch, truncated_body) from verification."""
-    if expected_size is None or expected_size <= 0:
-        return max_item_bytes
-    return min(max_item_bytes, expected_size + max(64 * 1024, expected_size // 100))
 
 
 @dataclass(frozen=True)
@@ -80,37 +68,31 @@ class _WritePlan:
 
 def download_to_part(
     session: requests.Session,
-    url: str,
-    part_path: str | os.PathLike,
-    *,
-    headers: Mapping[str, str] | None = None,
-    timeouts: Timeouts = Timeouts(),
-    max_bytes: int,
-    url_policy: UrlPolicy,
-    max_redirects: int = 5,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    validator: str | None = None,
+    request: DownloadRequest,
+    policy: DownloadPolicy,
     on_validator: Callable[[str | None], None] | None = None,
 ) -> DownloadResult:
-    """Fetch `url` into `part_path`; raise CrawlError on any failure.
+    """Fetch `request.url` into `request.part_path`; raise CrawlError on any failure.
 
-    validator: the If-Range value recorded with an existing .part (None: the
-    .part cannot be trusted and is restarted). on_validator: called as soon as
-    the response headers are accepted with the validator that now describes
-    the .part, so a failed attempt can still be resumed by the next one.
+    Reads the request's url, part_path, headers, validator and expected_size,
+    and the policy's limits (bytes, redirects, url_policy, timeouts, chunk size);
+    retries, budget and re-resolution are retry.py's. on_validator: called as
+    soon as the response headers are accepted with the validator that now
+    describes the .part, so a failed attempt can still be resumed by the next one.
     """
-    part_path = Path(part_path)
+    part_path, validator, max_bytes = request.part_path, request.validator, policy.body_limit(request)
     existing = _part_size(part_path)
     resume_from = existing if existing > 0 and validator else 0
-    request_headers = {**(headers or {}), "Accept-Encoding": "identity"}
+    request_headers = {**request.headers, "Accept-Encoding": "identity"}
     if resume_from:
         request_headers.update({"Range": f"bytes={resume_from}-", "If-Range": validator})
 
     response = open_following_redirects(
-        session, url, request_headers, timeouts=timeouts, url_policy=url_policy, max_redirects=max_redirects
+        session, request.url, request_headers, timeouts=policy.timeouts, url_policy=policy.url_policy,
+        max_redirects=policy.max_redirects,
     )
     with response:
-        safe_url = redact_url(response.url or url)
+        safe_url = redact_url(response.url or request.url)
         etag, last_modified = response.headers.get("ETag"), response.headers.get("Last-Modified")
         content_type = response.headers.get("Content-Type")
         if response.status_code == 416 and resume_from:
@@ -118,11 +100,7 @@ def download_to_part(
             if digest is None:  # the .part is not the whole current file: start over
                 response.close()
                 _truncate(part_path)
-                return download_to_part(
-                    session, url, part_path, headers=headers, timeouts=timeouts, max_bytes=max_bytes,
-                    url_policy=url_policy, max_redirects=max_redirects, chunk_size=chunk_size,
-                    on_validator=on_validator,
-                )  # fmt: skip
+                return download_to_part(session, replace(request, validator=None), policy, on_validator)
             return DownloadResult(digest, existing, etag, last_modified, content_type, existing, 0)
         raise_for_status(response, safe_url)
         plan = _plan_write(response, resume_from, max_bytes, safe_url, part_path)
@@ -134,9 +112,11 @@ def download_to_part(
         if on_validator is not None:
             # A 206 without validator headers continues the version `validator` named.
             on_validator(new_validator or (validator if plan.offset else None))
-        _apply_stall_timeout(response, timeouts.stall)
+        _apply_stall_timeout(response, policy.timeouts.stall)
         try:
-            digest, received = _stream_body(response, part_path, plan, chunk_size, max_bytes, content_type, safe_url)
+            digest, received = _stream_body(
+                response, part_path, plan, policy.chunk_size, max_bytes, content_type, safe_url
+            )
         except CrawlError as error:
             if error.error_class in _DISCARD_PART_CLASSES:
                 part_path.unlink(missing_ok=True)

@@ -10,7 +10,7 @@ adds what a download needs between attempts:
   the .part and its validator, so the next attempt starts clean;
 - truncated_body / network_timeout: keep the .part, the next attempt resumes
   (an item's first cut at once: only the rest of the body is asked for);
-- url_expired: ask `resolve()` for a fresh signed URL, retry without waiting;
+- url_expired: ask the request's `resolve()` for a fresh signed URL, retry without waiting;
 - permanent classes: raise at once (and drop the .part of a `gone` item).
 
 Waits happen outside the platform's concurrency slot, so a sleeping retry
@@ -19,22 +19,19 @@ never blocks another item's request.
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Callable, ContextManager, Mapping, Protocol, TypeVar
 
 import requests
 
 from media_crawler.download.fetcher import DownloadResult, download_to_part
+from media_crawler.download.request import DEFAULT_MAX_ATTEMPTS, DownloadPolicy, DownloadRequest
 from media_crawler.errors import CrawlError, ErrorClass, FinalState
-from media_crawler.http import Timeouts, redact_url
-from media_crawler.net.policy import UrlPolicy
+from media_crawler.http import redact_url
 
 T = TypeVar("T")
-DEFAULT_MAX_ATTEMPTS = 5
 PENALTY_SECONDS = 60.0
 
 
@@ -126,40 +123,24 @@ class RetryLoop:
 
 def download_with_retries(
     session: requests.Session,
-    url: str,
-    part_path: str | os.PathLike,
-    *,
-    max_bytes: int,
-    url_policy: UrlPolicy,
-    headers: Mapping[str, str] | None = None,
-    timeouts: Timeouts = Timeouts(),
-    validator: str | None = None,
-    platform: str = "urls",
-    budget: RateBudget | None = None,
-    resolve: Callable[[], str] | None = None,
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-    sleep: Callable[[float], None] = time.sleep,
-    rng: random.Random | None = None,
+    request: DownloadRequest,
+    policy: DownloadPolicy,
     on_attempt: Callable[[AttemptReport], None] | None = None,
-    **fetch_options,
 ) -> DownloadResult:
     """download_to_part with classified retries; raises the last CrawlError when it gives up.
 
-    resolve: returns a fresh media URL (the adapter's re-resolution) after a
-    url_expired answer; without it, url_expired is final.
-    fetch_options: max_redirects, chunk_size (passed to download_to_part).
+    on_attempt: told about every attempt (an item's own observer, so it is not
+    part of the policy shared by the platform's items).
     """
-    part_path = Path(part_path)
-    current = _Target(url, validator)
+    part_path, platform, budget = request.part_path, request.platform, policy.budget
+    current = _Target(request.url, request.validator)
 
     def attempt() -> DownloadResult:
         try:
             with _request_slot(budget, platform):
                 return download_to_part(
-                    session, current.url, part_path, headers=headers, timeouts=timeouts, max_bytes=max_bytes,
-                    url_policy=url_policy, validator=current.validator, on_validator=current.remember,
-                    **fetch_options,
-                )  # fmt: skip
+                    session, replace(request, url=current.url, validator=current.validator), policy, current.remember
+                )
         except CrawlError as error:
             # Slow the platform even when this item retries no more: other items still ask.
             if error.policy.slows_platform and budget is not None:
@@ -167,14 +148,13 @@ def download_with_retries(
             raise
 
     def recover(error: CrawlError, delay: float) -> float | None:
-        policy = error.policy
-        if policy.restart_part:
+        if error.policy.restart_part:
             part_path.unlink(missing_ok=True)
             current.validator = None
         if error.error_class is ErrorClass.URL_EXPIRED:
-            if resolve is None:
+            if request.resolve is None:
                 return None  # the same signed URL will keep answering 403
-            current.url = resolve()
+            current.url = request.resolve()
             return 0.0  # a fresh URL needs no cool-down
         if error.error_class is ErrorClass.TRUNCATED_BODY and current.validator and not current.resumed_at_once:
             # The first cut of an item resumes at once: the bytes already
@@ -187,7 +167,7 @@ def download_with_retries(
     def describe() -> dict[str, str | None]:
         return {"url": redact_url(current.url), "validator": current.validator}
 
-    loop = RetryLoop(max_attempts=max_attempts, sleep=sleep, rng=rng, on_attempt=on_attempt)
+    loop = RetryLoop(max_attempts=policy.max_attempts, sleep=policy.sleep, rng=policy.rng, on_attempt=on_attempt)
     try:
         return loop.run(attempt, recover=recover, describe=describe)
     except CrawlError as error:

@@ -52,15 +52,14 @@ def task_ref(task_id: int | str | None) -> str | None:
 
 
 def log_item(*, stage: str, platform: str, canonical_url: str, outcome: str, task_id: int | str | None = None,
-             attempt: int | None = None, duration_ms: float | None = None, error_class: str | None = None,
-             bytes: int | None = None, level: int | None = None, **fields: Any) -> None:  # noqa: A002 - the log key
+             attempt: int | None = None, duration_ms: float | None = None, **fields: Any) -> None:
     """One line per item per stage. Failures log at warning, the rest at info.
 
-    error_class appears on failures (and retries), bytes where known; other
-    keyword fields are added as they are (None values are left out).
+    task_id, attempt and duration_ms are in every line (null when unknown).
+    Other keyword fields are added as they are (None values are left out);
+    error_class (failures and retries) and bytes (where known) come first.
     """
-    if level is None:
-        level = logging.INFO if outcome in QUIET_OUTCOMES else logging.WARNING
+    level = logging.INFO if outcome in QUIET_OUTCOMES else logging.WARNING
     if not ITEM_LOG.isEnabledFor(level):
         return
     extra: dict[str, Any] = {
@@ -68,10 +67,11 @@ def log_item(*, stage: str, platform: str, canonical_url: str, outcome: str, tas
         "canonical_url": scrub_url(canonical_url), "attempt": attempt,
         "duration_ms": None if duration_ms is None else round(duration_ms, 1), "outcome": outcome,
     }
+    error_class, size = fields.pop("error_class", None), fields.pop("bytes", None)
     if error_class is not None:
-        extra["error_class"] = str(error_class)
-    if bytes is not None:
-        extra["bytes"] = bytes
+        extra["error_class"] = str(error_class)  # a class's plain name, whether given as a str or an ErrorClass
+    if size is not None:
+        extra["bytes"] = size
     for key, value in fields.items():
         if value is None:
             continue

@@ -14,23 +14,22 @@ from __future__ import annotations
 import contextlib
 import queue
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from media_crawler.download.fetcher import DownloadResult
 from media_crawler.download.pool import run_bounded
-from media_crawler.download.fetcher import body_limit
+from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.download.retry import AttemptReport, download_with_retries
 from media_crawler import errors
 from media_crawler.errors import CrawlError, ErrorClass, policy_for
-from media_crawler.http import Timeouts
-from media_crawler.models import DayWindow, Source
+from media_crawler.models import DayWindow, Lease
 from media_crawler.observe.events import correlation, current_correlation, log_item
 from media_crawler.observe.progress import LogSink, Progress
 from media_crawler.store.waits import halted_values, retry_values
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
-from media_crawler.pipeline.scope import Sources, as_list, source_keys
+from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.pipeline.scheduling import SizeAwareOrder
 from media_crawler.crashpoints import AFTER_CLAIM, AFTER_DOWNLOAD_LEDGER, AFTER_PART_WRITE, crash_point
 from media_crawler.recovery.leases import LeaseHeartbeat, release_dead_leases
@@ -66,11 +65,30 @@ class ItemOutcome:
     follow_up: Any = None
 
 
+@dataclass(frozen=True)
+class Workers:
+    """The threads a download step works with.
+
+    count: items worked on at once (None: the runtime's download_threads).
+    wait_threads: threads beyond `count` for items waiting out a retry delay.
+    At most `count` items are worked on at once; an item sleeping through a
+    backoff or a Retry-After gives its turn to the next one, so a server's
+    pauses no longer hold back the rest of the list.
+    after_download: run in the worker thread right after a successful
+    download, with the item's outcome; its result becomes `follow_up` (the
+    verify and commit stages pipelined per item, batched in the same ledger
+    writes: fetch-urls).
+    """
+
+    count: int | None = None
+    wait_threads: int = 0
+    after_download: Callable[[ItemOutcome], Any] | None = None
+
+
 def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | None,
-                       run_id: str | None = None, workers: int | None = None,
+                       run_id: str | None = None, workers: Workers = Workers(),
                        ignore_backoff: bool = False, progress_sinks: list | None = None,
-                       after_download: Callable[[ItemOutcome], Any] | None = None,
-                       wait_threads: int = 0, shard: tuple[int, int] | None = None) -> StageReport:
+                       shard: tuple[int, int] | None = None) -> StageReport:
     """Download every claimable item of the partition: of one source or a shard's
     sources (every day when window is None; every source when sources is None too).
 
@@ -78,14 +96,6 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
     step retry that already waited for them).
     progress_sinks: where progress goes (observe/progress.py); default a
     periodic `progress` log event, which is what a Dagster run shows.
-    after_download: run in the worker thread right after a successful
-    download, with the item's outcome; its result becomes `follow_up` (the
-    verify and commit stages pipelined per item, batched in the same ledger
-    writes: fetch-urls).
-    wait_threads: threads beyond `workers` for items waiting out a retry
-    delay. At most `workers` items are worked on at once; an item sleeping
-    through a backoff or a Retry-After gives its turn to the next one, so a
-    server's pauses no longer hold back the rest of the list.
     shard: (index, count): claim only this process's share of the rows (see Ledger.claim)."""
     report = StageReport("download")
     # The owner names this process (host/pid/start), so a restart can tell at
@@ -95,10 +105,10 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
     step_started = time.time()
     halted: dict[str, CrawlError] = {}
     breaker = OutageBreaker()
-    by_key = {source.key: source for source in as_list(sources) or []}
     ids = current_correlation()  # worker threads do not inherit the step's context variables
-    workers = workers or runtime.download_threads
-    turns = _Turns(workers) if wait_threads > 0 else None
+    count = workers.count or runtime.download_threads
+    turns = _Turns(count) if workers.wait_threads > 0 else None
+    step = _BatchContext(owner, halted, breaker, ids, count, turns, workers.wait_threads, workers.after_download)
 
     def claim() -> list[Task]:
         # In batches: only the rows in hand carry a lease, so a heartbeat rewrites a
@@ -107,7 +117,7 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
         # (a failure it already recorded) are not taken again.
         batch = runtime.ledger.claim(
             source_key=source_keys(sources), day=window.day.isoformat() if window else None,
-            owner=owner, lease_s=LEASE_S, run_id=run_id, ignore_backoff=ignore_backoff, shard=shard,
+            lease=Lease(owner, LEASE_S, run_id), ignore_backoff=ignore_backoff, shard=shard,
             limit=CLAIM_BATCH, claimed_before=step_started)
         crash_point(AFTER_CLAIM)
         return batch
@@ -122,8 +132,7 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
         while tasks:
             report.extra["items_claimed"] = report.extra.get("items_claimed", 0) + len(tasks)
             progress.total = report.extra["items_claimed"]
-            _download_batch(runtime, tasks, _BatchContext(owner, by_key, halted, breaker, ids, workers, turns,
-                                                          wait_threads, after_download), report, progress)
+            _download_batch(runtime, tasks, step, report, progress)
             tasks = claim() if len(tasks) >= CLAIM_BATCH else []
     report.extra.setdefault("items_claimed", 0)
     if halted:
@@ -133,10 +142,9 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
 
 @dataclass
 class _BatchContext:
-    """What every batch of one download step shares."""
+    """What every batch of one download step shares, each platform's download policy included."""
 
     owner: str
-    by_key: dict
     halted: dict
     breaker: OutageBreaker
     ids: dict
@@ -144,6 +152,19 @@ class _BatchContext:
     turns: Any
     wait_threads: int
     after_download: Callable[[ItemOutcome], Any] | None
+    policies: dict[str, DownloadPolicy] = field(default_factory=dict)
+
+    def policy(self, runtime: Runtime, platform: str) -> DownloadPolicy:
+        """The platform's download policy, made on its first item and shared by the rest of the step."""
+        policy = self.policies.get(platform)
+        if policy is None:  # two workers may both make it: equal values, either one will do
+            policy = self.policies[platform] = DownloadPolicy(
+                max_bytes=runtime.config.max_item_bytes, url_policy=runtime.media_policy(platform),
+                max_attempts=errors.ATTEMPTS.in_step, budget=runtime.budget,
+                # A worker sleeping through a retry delay gives its turn to the next item.
+                sleep=self.turns.sleep if self.turns else time.sleep,
+            )
+        return policy
 
 
 def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, report: StageReport,
@@ -155,8 +176,7 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
     def work(task: Task) -> ItemOutcome:
         try:
             with correlation(**step.ids), step.turns or contextlib.nullcontext():
-                item = _download_one(runtime, task, step.by_key.get(task.source_key), step.halted, step.breaker,
-                                     sleep=step.turns.sleep if step.turns else time.sleep)
+                item = _download_one(runtime, task, step)
                 if step.after_download is not None and item.error is None and item.result is not None:
                     item.follow_up = step.after_download(item)
                 return item
@@ -213,8 +233,8 @@ class _Turns:
             self._tokens.get()
 
 
-def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: dict[str, CrawlError],
-                  breaker: OutageBreaker, sleep: Callable[[float], None] = time.sleep) -> ItemOutcome:
+def _download_one(runtime: Runtime, task: Task, step: _BatchContext) -> ItemOutcome:
+    halted = step.halted
     started = time.time()
     if task.platform in halted:
         return ItemOutcome(task, None, halted[task.platform], task.attempts, started, 0.0)
@@ -250,21 +270,19 @@ def _download_one(runtime: Runtime, task: Task, source: Source | None, halted: d
     try:
         if lifetime and (task.resolved_at or 0) + lifetime * 0.9 < time.time():
             url = resolve()  # the signed URL is (nearly) expired: ask the platform for a fresh one
-        result = download_with_retries(
-            runtime.session, url, runtime.store.staging_path(task.staging_name),
-            max_bytes=body_limit(runtime.config.max_item_bytes, task.expected_size),
-            url_policy=runtime.media_policy(task.platform, source.ident if source else None),
-            headers=adapter.download_headers(record), timeouts=Timeouts(), validator=task.etag,
-            platform=task.platform, budget=runtime.budget, resolve=resolve if task.resolve_ref else None,
-            max_attempts=errors.ATTEMPTS.in_step, on_attempt=on_attempt, sleep=sleep,
+        request = DownloadRequest(
+            url, runtime.store.staging_path(task.staging_name), headers=adapter.download_headers(record),
+            validator=task.etag, expected_size=task.expected_size, platform=task.platform,
+            resolve=resolve if task.resolve_ref else None,
         )
+        result = download_with_retries(runtime.session, request, step.policy(runtime, task.platform), on_attempt)
         error = None
         crash_point(AFTER_PART_WRITE)
     except CrawlError as exc:
         result, error = None, exc
         if exc.policy.stops_platform or exc.policy.stops_admission:
             halted.setdefault(task.platform, exc)
-    if breaker.record(task.platform, error):
+    if step.breaker.record(task.platform, error):
         # The platform is down, not this item: stop handing its items out this run.
         halted.setdefault(task.platform, error)
     duration = (time.time() - started) * 1000

@@ -28,7 +28,7 @@ from media_crawler.http import make_session
 from media_crawler.models import DayWindow, Source
 from media_crawler.observe.events import log_item
 from media_crawler.pipeline.discover import discover
-from media_crawler.pipeline.download import ItemOutcome, download_partition
+from media_crawler.pipeline.download import ItemOutcome, Workers, download_partition
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.shard_processes import ShardProcesses
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
@@ -116,9 +116,8 @@ def _download_pass(runtime: Runtime, source: Source, threads: int, shard: tuple[
     # of the source. `threads` items worked on at once; as many threads again
     # for items sleeping through a Retry-After or a backoff, so those never
     # stall the rest of the list.
-    return download_partition(runtime, source, None, workers=threads, ignore_backoff=True,
-                              after_download=lambda item: verify_and_commit(runtime, item),
-                              wait_threads=threads, shard=shard)
+    workers = Workers(threads, wait_threads=threads, after_download=lambda item: verify_and_commit(runtime, item))
+    return download_partition(runtime, source, None, workers=workers, ignore_backoff=True, shard=shard)
 
 
 @dataclass

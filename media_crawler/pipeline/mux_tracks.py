@@ -14,7 +14,6 @@ and the store keeps one copy.
 """
 from __future__ import annotations
 
-import logging
 import os
 import time
 from dataclasses import replace
@@ -50,7 +49,7 @@ def mux_partition(runtime: Runtime, sources: Sources, window: DayWindow, report:
     if reason is not None:
         report.extra["mux_unavailable"] = reason
         log_item(stage="commit", platform=platform, canonical_url=pairs[0][0].canonical_url,
-                 outcome="skipped", reason="mux_unavailable", message=reason, groups=len(pairs), level=logging.INFO)
+                 outcome="skipped", reason="mux_unavailable", message=reason, groups=len(pairs))
         return
     muxed = failed = 0
     for video, audio in pairs:

@@ -3,6 +3,7 @@ the fault book, the stats, and a prefix router over the platform APIs."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from media_crawler.sim.api import Api
@@ -16,22 +17,33 @@ from media_crawler.sim.parts import simulator_parts
 from media_crawler.sim.world import World
 
 
+@dataclass(frozen=True)
+class Behaviour:
+    """How the simulator answers, whatever world it serves.
+
+    url_lifetime_s: how long a signed media URL stays valid; clock (unix seconds,
+    default time.time) drives signing and expiry: tests pass a fixed one to get
+    byte-identical answers or to jump past a URL's lifetime.
+    fault_rate: the share of media requests answered 503 at random (the fault
+    sources' planned faults come regardless).
+    media_latency_ms: a delay before every media answer.
+    echo_secrets: the hostile profile that sends credentials back (sim/echo.py).
+    """
+
+    url_lifetime_s: float = DEFAULT_URL_LIFETIME_S
+    fault_rate: float = 0.0
+    media_latency_ms: float = 0.0
+    clock: Callable[[], float] | None = None
+    echo_secrets: bool = False
+
+
 class SimulatorApp:
-    def __init__(
-        self,
-        world: World,
-        *,
-        url_lifetime_s: float = DEFAULT_URL_LIFETIME_S,
-        fault_rate: float = 0.0,
-        media_latency_ms: float = 0.0,
-        clock: Callable[[], float] | None = None,
-        echo_secrets: bool = False,
-    ) -> None:
+    def __init__(self, world: World, behaviour: Behaviour = Behaviour()) -> None:
         self.world = world
-        self.echo = EchoProfile(echo_secrets)  # the hostile profile (sim/echo.py), off by default
+        self.echo = EchoProfile(behaviour.echo_secrets)  # the hostile profile (sim/echo.py), off by default
         self.base_url = "http://127.0.0.1"  # the server sets the real one once bound
-        self.cdn = CdnRules(world.seeded.secret("cdn"), url_lifetime_s, clock or time.time)
-        self.fault_book = world.fault_book(fault_rate)
+        self.cdn = CdnRules(world.seeded.secret("cdn"), behaviour.url_lifetime_s, behaviour.clock or time.time)
+        self.fault_book = world.fault_book(behaviour.fault_rate)
         self.stats = RequestStats()
         # Every registered platform's routes (its spec's simulator part, sim/parts.py), in
         # registry order; a generated world (sim/scale/) only mounts parts that serve one.
@@ -39,7 +51,7 @@ class SimulatorApp:
                               if part.generated or not world.is_generated for api in part.apis(world, self.cdn))
         self.apis: tuple[Api, ...] = (
             *platform_apis,
-            MediaFiles(world, self.cdn, self.fault_book, media_latency_ms),
+            MediaFiles(world, self.cdn, self.fault_book, behaviour.media_latency_ms),
             ControlApi(world, self.stats, self.fault_book, self.echo),
         )
 

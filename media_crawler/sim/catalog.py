@@ -90,27 +90,49 @@ class MediaCatalog:
         return hashlib.sha256(self.content(file)).hexdigest()
 
 
+class FileRegistry:
+    """Where one source's files are registered: the demo world's catalog (SourceFiles
+    below) or the collection of one generated post (sim/scale/content.py)."""
+
+    platform: str
+    source: str  # "bilibili: user 12345"
+
+    def register(self, file: MediaFile, *, role: str, aliases: tuple[str, ...]) -> MediaFile:
+        raise NotImplementedError
+
+    def of_post(self, post: str, day: date | None) -> PostFiles:
+        return PostFiles(self, post, day)
+
+
 @dataclass(frozen=True)
-class SourceFiles:
-    """Registers the files of one source: fills in platform and source for every file."""
+class SourceFiles(FileRegistry):
+    """Registers the files of one source in the catalog."""
 
     catalog: MediaCatalog
     platform: str
     source: str
 
+    def register(self, file: MediaFile, *, role: str, aliases: tuple[str, ...]) -> MediaFile:
+        return self.catalog.add(file, role=role, aliases=aliases)
+
+
+@dataclass(frozen=True)
+class PostFiles:
+    """Registers the files of one post: fills in platform, source, post and day for every file.
+
+    post: id of the post/video the files appear in; day: its publication day
+    (None for URL-list files, which belong to no day).
+    """
+
+    registry: FileRegistry
+    post: str
+    day: date | None
+
     def add(
-        self,
-        path: str,
-        recipe: Recipe,
-        *,
-        kind: str,
-        post: str,
-        item: str,
-        variant: str,
-        day: date | None,
-        cdn: str = OPEN,
-        role: str = PICK,
+        self, path: str, recipe: Recipe, *, kind: str, item: str, variant: str, cdn: str = OPEN, role: str = PICK,
         aliases: tuple[str, ...] = (),
     ) -> MediaFile:
-        file = MediaFile(path, recipe, kind, self.platform, self.source, post, item, variant, day, cdn)
-        return self.catalog.add(file, role=role, aliases=aliases)
+        """Register a file; `aliases` are further paths answering the same bytes (see MediaCatalog.add)."""
+        registry = self.registry
+        file = MediaFile(path, recipe, kind, registry.platform, registry.source, self.post, item, variant, self.day, cdn)
+        return registry.register(file, role=role, aliases=aliases)

@@ -1,7 +1,7 @@
 """The hostile "echo" profile: a platform that sends the caller's credentials back.
 
-Off unless asked for (`Simulator(echo_secrets=True)`, `media-crawler sim
---echo-secrets`, or `POST /_sim/echo?on=1`). When on, every answer of the
+Off unless asked for (`Simulator(behaviour=Behaviour(echo_secrets=True))`,
+`media-crawler sim --echo-secrets`, or `POST /_sim/echo?on=1`). When on, every answer of the
 platform APIs (Bilibili, both Weibo APIs, Facebook Graph) and of the URL-list
 feeds carries whatever credentials the request carried: the cookies
 (`SESSDATA`, `SUB`, `SUBP`, ... and the whole Cookie header), an

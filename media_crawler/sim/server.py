@@ -16,11 +16,11 @@ import traceback
 from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from media_crawler.sim.api.control import truth
-from media_crawler.sim.app import SimulatorApp
+from media_crawler.sim.app import Behaviour, SimulatorApp
 from media_crawler.sim.cdn import DEFAULT_URL_LIFETIME_S
 from media_crawler.sim.exchange import Request, Response, text_response
 from media_crawler.sim.scale import truth as paged
@@ -132,37 +132,16 @@ class Simulator:
         days: int = DEFAULT_DAYS,
         port: int = 0,
         *,
-        media_latency_ms: float = 0.0,
-        fault_rate: float = 0.0,
-        url_lifetime_s: float = DEFAULT_URL_LIFETIME_S,
-        clock: Callable[[], float] | None = None,
-        echo_secrets: bool = False,
-        accounts: int | None = None,
-        bilibili_users: int | None = None,
-        weibo_users: int | None = None,
-        facebook_pages: int | None = None,
-        url_lists: int | None = None,
-        posts_per_day: int | None = None,
-        media_per_post: int | None = None,
-        media_size: str | None = None,
+        behaviour: Behaviour = Behaviour(),
+        size: WorldSize | None = None,
     ) -> None:
-        """`clock` (unix seconds) drives URL signing and expiry: tests pass a fixed one
-        to get byte-identical answers or to jump past a URL's lifetime. `echo_secrets`
-        turns on the hostile profile that sends credentials back (sim/echo.py).
+        """behaviour: latency, faults, URL lifetime and clock, the echo profile (sim/app.py).
 
-        Any scale option (`accounts` for every platform at once, or `bilibili_users`,
-        `weibo_users`, `facebook_pages`, `url_lists`; `posts_per_day`, `media_per_post`,
-        `media_size` "small"|"demo") serves a generated world of that size instead of
-        the demo world (sim/scale/): built lazily, its truth read in pages."""
-        size = WorldSize.of(
-            accounts, bilibili_users=bilibili_users, weibo_users=weibo_users, facebook_pages=facebook_pages,
-            url_lists=url_lists, posts_per_day=posts_per_day, media_per_post=media_per_post, media_size=media_size,
-        )
+        size: serve a generated world of that size instead of the demo world
+        (sim/scale/): built lazily, its truth read in pages. `WorldSize.of(...)`
+        makes one from the command line's scale options."""
         self.world = World(seed, end_date, days) if size is None else BigWorld(size, seed, end_date, days)
-        self.app = SimulatorApp(
-            self.world, url_lifetime_s=url_lifetime_s, fault_rate=fault_rate, media_latency_ms=media_latency_ms, clock=clock,
-            echo_secrets=echo_secrets,
-        )
+        self.app = SimulatorApp(self.world, behaviour)
         self._requested_port = port
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -284,12 +263,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM/SIGINT; prints the base URL as the only stdout line."""
     try:
-        simulator = Simulator(
-            args.seed, args.end_date, args.days, args.port,
+        behaviour = Behaviour(
             media_latency_ms=args.media_latency_ms, fault_rate=args.fault_rate, url_lifetime_s=args.url_lifetime,
             echo_secrets=getattr(args, "echo_secrets", False),
-            **{name: getattr(args, name, None) for name in _SCALE_OPTIONS},
         )
+        size = WorldSize.of(**{name: getattr(args, name, None) for name in _SCALE_OPTIONS})
+        simulator = Simulator(args.seed, args.end_date, args.days, args.port, behaviour=behaviour, size=size)
     except ValueError as error:  # --days 0, --fault-rate 2, ...
         print(f"media-crawler sim: {error}", file=sys.stderr)
         return 2

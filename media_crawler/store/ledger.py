@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 from sqlalchemy import and_, bindparam, func, or_, select, update
 
 from media_crawler.errors import CrawlError, FinalState
-from media_crawler.models import ItemError, MediaRecord, iso_utc
+from media_crawler.models import ItemError, Lease, MediaRecord, iso_utc
 from media_crawler.crashpoints import MID_LEDGER_BATCH, crash_point
 from media_crawler.scrub import mask_secrets, scrub_text, scrub_url
 from media_crawler.store import schema
@@ -204,11 +204,11 @@ class Ledger:
 
     # -- claims and leases ---------------------------------------------------
     def claim(
-        self, *, source_key: SourceScope, day: str | None, owner: str, lease_s: float, limit: int | None = None,
-        states: Sequence[str] = (DISCOVERED, RETRY_WAIT), run_id: str | None = None, ignore_backoff: bool = False,
+        self, *, source_key: SourceScope, day: str | None, lease: Lease, limit: int | None = None,
+        states: Sequence[str] = (DISCOVERED, RETRY_WAIT), ignore_backoff: bool = False,
         shard: tuple[int, int] | None = None, claimed_before: float | None = None,
     ) -> list[Task]:
-        """Lease claimable rows to `owner`. Rows leased by a worker whose lease
+        """Lease claimable rows to `lease.owner`. Rows leased by a worker whose lease
         expired are claimable again: that worker is presumed dead.
 
         shard: (index, count): only rows whose id is index modulo count, so
@@ -239,8 +239,8 @@ class Ledger:
                 return []
             ids = [row.id for row in rows]
             conn.execute(update(T).where(T.c.id.in_(ids)).values(
-                state=DOWNLOADING, lease_owner=owner, lease_expires_at=now + lease_s, claimed_at=now,
-                run_id=run_id, updated_at=now,
+                state=DOWNLOADING, lease_owner=lease.owner, lease_expires_at=now + lease.seconds, claimed_at=now,
+                run_id=lease.run_id, updated_at=now,
             ))
         return [_task(row) for row in rows]
 

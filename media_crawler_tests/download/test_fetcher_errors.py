@@ -10,7 +10,7 @@ from media_crawler.net.policy import UrlPolicy
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import Timeouts
 from media_crawler_tests.download.httpserver import Reply
-from media_crawler_tests.download.support import ALLOWED, FAST, media_bytes, sha256
+from media_crawler_tests.download.support import ALLOWED, FAST, media_bytes, request_and_policy, sha256
 
 HTML = b"<!DOCTYPE html><html><head><title>Login</title></head><body>please log in</body></html>" * 20
 
@@ -19,7 +19,8 @@ def fetch(session, url, part, **options):
     options.setdefault("max_bytes", 10_000_000)
     options.setdefault("url_policy", ALLOWED)
     options.setdefault("timeouts", FAST)
-    return download_to_part(session, url, part, **options)
+    request, policy, rest = request_and_policy(url, part, **options)
+    return download_to_part(session, request, policy, **rest)
 
 
 def error_of(call) -> CrawlError:

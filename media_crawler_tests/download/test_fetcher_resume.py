@@ -6,14 +6,15 @@ import pytest
 from media_crawler.download.fetcher import download_to_part
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler_tests.download.httpserver import Reply
-from media_crawler_tests.download.support import ALLOWED, FAST, media_bytes, sha256
+from media_crawler_tests.download.support import ALLOWED, FAST, media_bytes, request_and_policy, sha256
 
 SIZE = 700_000  # spans several 256 KiB chunks
 
 
 def fetch(session, url, part, **options):
     options.setdefault("max_bytes", 10 * SIZE)
-    return download_to_part(session, url, part, timeouts=FAST, url_policy=ALLOWED, **options)
+    request, policy, rest = request_and_policy(url, part, timeouts=FAST, url_policy=ALLOWED, **options)
+    return download_to_part(session, request, policy, **rest)
 
 
 def cut_then_capture_validator(session, url, part):

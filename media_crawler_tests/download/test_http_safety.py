@@ -91,6 +91,7 @@ def test_sessions_never_retry_on_their_own():
 import socket  # noqa: E402 - the section's own imports
 
 from media_crawler.download.fetcher import download_to_part  # noqa: E402
+from media_crawler.download.request import DownloadPolicy, DownloadRequest  # noqa: E402
 from media_crawler_tests.download.httpserver import Reply  # noqa: E402
 
 JPEG = b"\xff\xd8\xff" + b"j" * 2000
@@ -111,7 +112,8 @@ def rebinding_name(monkeypatch):
 
 
 def fetch(session, url, part, allowed):
-    return download_to_part(session, url, part, max_bytes=10**6, url_policy=UrlPolicy.from_entries(allowed))
+    return download_to_part(session, DownloadRequest(url, part),
+                            DownloadPolicy(max_bytes=10**6, url_policy=UrlPolicy.from_entries(allowed)))
 
 
 def test_a_public_looking_name_that_resolves_internally_is_refused(server, session, part, rebinding_name):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.download.retry import download_with_retries
 from media_crawler_tests.download.httpserver import Reply
 from media_crawler_tests.download.support import ALLOWED, FAST, FakeClock, media_bytes, sha256
@@ -12,8 +13,9 @@ SIZE = 600_000
 
 
 def download(session, url, part, clock):
-    return download_with_retries(session, url, part, url_policy=ALLOWED, timeouts=FAST, max_bytes=10 * SIZE,
-                                 sleep=clock.sleep, rng=random.Random(7))
+    policy = DownloadPolicy(max_bytes=10 * SIZE, url_policy=ALLOWED, timeouts=FAST, sleep=clock.sleep,
+                            rng=random.Random(7))
+    return download_with_retries(session, DownloadRequest(url, part), policy)
 
 
 def test_the_first_cut_resumes_without_waiting_and_the_second_backs_off(server, session, part):

@@ -9,7 +9,7 @@ import pytest
 from media_crawler.download.retry import RetryLoop, download_with_retries
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler_tests.download.httpserver import Reply
-from media_crawler_tests.download.support import ALLOWED, FAST, FakeClock, media_bytes, sha256
+from media_crawler_tests.download.support import ALLOWED, FAST, FakeClock, media_bytes, request_and_policy, sha256
 
 SIZE = 600_000
 HTML = b"<html><body>captcha</body></html>"
@@ -38,9 +38,10 @@ def clock():
 
 def download(session, url, part, clock, **options):
     options.setdefault("max_bytes", 10 * SIZE)
-    return download_with_retries(
-        session, url, part, url_policy=ALLOWED, timeouts=FAST, sleep=clock.sleep, rng=random.Random(7), **options
+    request, policy, rest = request_and_policy(
+        url, part, url_policy=ALLOWED, timeouts=FAST, sleep=clock.sleep, rng=random.Random(7), **options
     )
+    return download_with_retries(session, request, policy, **rest)
 
 
 def test_retry_after_is_honoured(server, session, part, clock):

@@ -10,11 +10,13 @@ import pytest
 
 from media_crawler.download import writeback
 from media_crawler.download.fetcher import download_to_part
+from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.errors import CrawlError
 from media_crawler_tests.download.httpserver import Reply
 from media_crawler_tests.download.support import ALLOWED, FAST, media_bytes, sha256
 
 STEP = 64 * 1024
+POLICY = DownloadPolicy(max_bytes=10**7, url_policy=ALLOWED, timeouts=FAST)
 
 
 @pytest.fixture
@@ -44,7 +46,7 @@ def covered(calls):
 def test_a_body_is_handed_to_the_kernel_in_steps_as_it_arrives(server, session, part, handed):
     body = media_bytes(700_000)
     url = server.route("/v.mp4", Reply(body, etag='"v1"'))
-    result = download_to_part(session, url, part, timeouts=FAST, url_policy=ALLOWED, max_bytes=10**7)
+    result = download_to_part(session, DownloadRequest(url, part), POLICY)
 
     assert part.read_bytes() == body and result.sha256 == sha256(body)
     assert handed[0][0] == 0
@@ -55,11 +57,10 @@ def test_a_resumed_body_is_handed_from_where_it_resumes(server, session, part, h
     body = media_bytes(700_000)
     url = server.route("/v.mp4", Reply(body, etag='"v1"', cut_at=300_000), Reply(body, etag='"v1"'))
     with pytest.raises(CrawlError):
-        download_to_part(session, url, part, timeouts=FAST, url_policy=ALLOWED, max_bytes=10**7)
+        download_to_part(session, DownloadRequest(url, part), POLICY)
     handed.clear()
 
-    result = download_to_part(session, url, part, timeouts=FAST, url_policy=ALLOWED, max_bytes=10**7,
-                              validator='"v1"')
+    result = download_to_part(session, DownloadRequest(url, part, validator='"v1"'), POLICY)
     assert result.resumed_from == 300_000 and part.read_bytes() == body
     assert handed[0][0] == 300_000 and covered(handed) <= len(body)
 

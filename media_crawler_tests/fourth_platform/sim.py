@@ -28,8 +28,9 @@ def build(world) -> None:
         moment = world.seeded.moment(slot, f"example/{DEMO_ALBUM}/{index}", 9 + index)
         photo_id = world.seeded.digits(f"example/{DEMO_ALBUM}/{index}/id", 8)
         recipe = Recipe("jpeg", f"example/{DEMO_ALBUM}/{index}", 160 + 16 * index, 120)
-        file = files.add(f"/media/example/{DEMO_ALBUM}/{photo_id}.jpg", recipe, kind="image", post=photo_id,
-                         item=f"{DEMO_ALBUM}:{photo_id}", variant="original", day=moment.date(), role=PICK)
+        file = files.of_post(photo_id, moment.date()).add(f"/media/example/{DEMO_ALBUM}/{photo_id}.jpg", recipe,
+                                                          kind="image", item=f"{DEMO_ALBUM}:{photo_id}",
+                                                          variant="original", role=PICK)
         photos.append(Photo(photo_id, file, moment.strftime("%Y-%m-%dT%H:%M:%SZ")))
     photos.sort(key=lambda photo: photo.taken_at, reverse=True)  # the API lists newest first
     world.parts["example"] = {DEMO_ALBUM: tuple(photos)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from media_crawler.download.fetcher import download_to_part
+from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import make_session
 from media_crawler.net.addresses import is_internal_address, parse_address
@@ -14,6 +15,7 @@ from media_crawler_tests.net.connect_recorder import ConnectRecorder
 
 JPEG = b"\xff\xd8\xff" + b"j" * 2000
 PUBLIC = "93.184.216.34"
+ANY_HOST = DownloadPolicy(max_bytes=10**6, url_policy=UrlPolicy.from_entries(["*"]))
 
 
 class FlippingResolver(dict):
@@ -43,8 +45,7 @@ def test_a_rebinding_name_is_looked_up_once_and_the_checked_address_is_dialled(s
     recorder = ConnectRecorder(local_ports={server.port}, aliases={(PUBLIC, 80): ("127.0.0.1", server.port)},
                                names=resolver).install(monkeypatch)
     session = make_session()
-    result = download_to_part(session, "http://flip.example.test/a.jpg", tmp_path / "a.part", max_bytes=10**6,
-                              url_policy=UrlPolicy.from_entries(["*"]))
+    result = download_to_part(session, DownloadRequest("http://flip.example.test/a.jpg", tmp_path / "a.part"), ANY_HOST)
     assert result.size == len(JPEG)
     assert resolver.lookups == 1  # no second lookup: nothing for the rebinding answer to win
     assert recorder.attempted() == {(PUBLIC, 80)}
@@ -54,8 +55,8 @@ def test_every_answer_of_a_name_is_judged_and_a_mixed_answer_refused(server, mon
     recorder = ConnectRecorder(local_ports={server.port}, names={"mixed.example.test": [PUBLIC, "10.0.0.7"]})
     recorder.install(monkeypatch)
     with pytest.raises(CrawlError) as caught:
-        download_to_part(make_session(), "http://mixed.example.test/a.jpg", tmp_path / "a.part", max_bytes=10**6,
-                         url_policy=UrlPolicy.from_entries(["*"]))
+        download_to_part(make_session(), DownloadRequest("http://mixed.example.test/a.jpg", tmp_path / "a.part"),
+                         ANY_HOST)
     assert caught.value.error_class is ErrorClass.DISALLOWED_URL and "10.0.0.7" in caught.value.message
     assert recorder.connects == []
 
@@ -76,8 +77,8 @@ def test_through_a_proxy_the_target_is_still_checked(server, monkeypatch, tmp_pa
     monkeypatch.delenv("no_proxy", raising=False)
     ConnectRecorder(local_ports={server.port}, names={"meta.example.test": ["169.254.169.254"]}).install(monkeypatch)
     with pytest.raises(CrawlError) as caught:
-        download_to_part(make_session(), "http://meta.example.test/latest/", tmp_path / "a.part", max_bytes=10**6,
-                         url_policy=UrlPolicy.from_entries(["*"]))
+        download_to_part(make_session(), DownloadRequest("http://meta.example.test/latest/", tmp_path / "a.part"),
+                         ANY_HOST)
     assert caught.value.error_class is ErrorClass.DISALLOWED_URL
     assert server.log == []  # the proxy was never asked
 

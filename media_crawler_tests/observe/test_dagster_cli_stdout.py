@@ -12,6 +12,7 @@ from dagster import DagsterInstance
 
 from media_crawler.commands.crawl import prepare_home
 from media_crawler.config import load_config
+from media_crawler.sim.app import Behaviour
 from media_crawler.sim.server import Simulator
 from media_crawler_tests.observe.support import ITEM_LINE_KEYS, TS_PATTERN, write_sources
 
@@ -27,7 +28,7 @@ def test_the_repository_dagster_yaml_is_the_instance_template():
 def test_stdout_of_a_cli_materialization_is_json_lines_only(tmp_path):
     # A simulator of its own: seeded 503s (Retry-After: 1) make some downloads retry, so
     # failure lines are exercised; every item still succeeds within its in-step attempts.
-    with Simulator(seed=1, port=0, fault_rate=0.3) as sim:
+    with Simulator(seed=1, port=0, behaviour=Behaviour(fault_rate=0.3)) as sim:
         day = requests.get(f"{sim.base_url}/_sim/truth", timeout=5).json()["days"][-1]
         config_path = write_sources(tmp_path, sim.base_url, [{"urls": f"{sim.base_url}/urls/demo.json"}])
         dagster_home = tmp_path / "dagster_home"

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from media_crawler.sim.app import Behaviour
 from media_crawler.sim.server import Simulator
 from media_crawler_tests.observe.echo_support import (
     CANARIES, ENVIRONMENT, FB_TOKEN, SESSDATA, WEIBO_SUB, WEIBO_SUBP, canary_encodings, leaks_in_bytes,
@@ -79,7 +80,7 @@ def echo_crawl(tmp_path_factory, canary_environment):
     dagster_home = home / "dagster_home"
     dagster_home.mkdir()
     shutil.copyfile(TEMPLATE, dagster_home / "dagster.yaml")
-    with Simulator(seed=1, port=0, echo_secrets=True) as sim:
+    with Simulator(seed=1, port=0, behaviour=Behaviour(echo_secrets=True)) as sim:
         base = sim.base_url
         days = sim.truth()["days"][-2:]
         config_path = write_config(tmp_path_factory.mktemp("echo-crawl-config"), home, base, [
@@ -97,7 +98,7 @@ def echo_fetch(tmp_path_factory, canary_environment):
     """`media-crawler fetch-urls` of the echo profile's URL list behind a signed feed URL
     (the token and the session cookie in its query: how a plain list carries credentials)."""
     home = tmp_path_factory.mktemp("echo-fetch-home")
-    with Simulator(seed=1, port=0, echo_secrets=True) as sim:
+    with Simulator(seed=1, port=0, behaviour=Behaviour(echo_secrets=True)) as sim:
         command = [str(CLI), "fetch-urls", "--feed", signed_feed(sim.base_url), "--store", str(home / "store"),
                    "--allow-host", "127.0.0.1:*", "--workers", "4", "--processes", "1"]
         done = subprocess.run(command, env=_environment(home), cwd=home, capture_output=True, text=True,
@@ -128,7 +129,8 @@ def test_the_search_finds_every_encoding_in_files_and_database_rows(tmp_path):
 
 def test_the_echo_profile_is_off_by_default_and_switched_by_the_control_endpoint():
     cookie = {"Cookie": f"buvid3=B; SESSDATA={SESSDATA}"}
-    with Simulator(seed=1, port=0) as plain, Simulator(seed=1, port=0, echo_secrets=True) as echoing:
+    echo = Behaviour(echo_secrets=True)
+    with Simulator(seed=1, port=0) as plain, Simulator(seed=1, port=0, behaviour=echo) as echoing:
         path = "/bilibili/x/web-interface/nav"
         quiet = requests.get(plain.base_url + path, headers=cookie, timeout=5)
         assert "X-Echo" not in quiet.headers and SESSDATA not in quiet.text and not plain.echoed_credentials()

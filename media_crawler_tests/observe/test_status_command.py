@@ -6,7 +6,7 @@ from sqlalchemy import func, select, update
 
 from media_crawler.cli import main
 from media_crawler.config import load_config
-from media_crawler.models import MediaRecord
+from media_crawler.models import Lease, MediaRecord
 from media_crawler.store.reports.counts import expired_leases
 from media_crawler.store.reports.delays import percentile
 from media_crawler.store import schema
@@ -61,7 +61,7 @@ def test_items_leased_by_a_silent_worker_are_uncertain(crawl_home):
     record = MediaRecord(platform="urls", item_id="x1", variant="file", kind="image",
                          canonical_url="http://127.0.0.1/x1.jpg", media_url="http://127.0.0.1/x1.jpg")
     ledger.record_discovered([record], source_key="urls-x", day="2026-11-27")
-    ledger.claim(source_key="urls-x", day="2026-11-27", owner="dead-worker:1", lease_s=60)
+    ledger.claim(source_key="urls-x", day="2026-11-27", lease=Lease("dead-worker:1", 60))
     with ledger.engine.begin() as conn:  # the worker died: nobody renewed its lease
         conn.execute(update(T).values(lease_expires_at=time.time() - 30))
     leases = expired_leases(ledger.engine, time.time())

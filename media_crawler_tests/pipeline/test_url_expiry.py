@@ -12,6 +12,7 @@ from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import download_partition
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
+from media_crawler.sim.app import Behaviour
 from media_crawler.sim.server import Simulator
 from media_crawler.store.ledger import T
 from media_crawler_tests.conftest import write_config
@@ -30,7 +31,7 @@ class Clock:
 @pytest.fixture
 def clocked_sim():
     clock = Clock(time.time())
-    with Simulator(seed=1, port=0, url_lifetime_s=600, clock=clock) as sim:
+    with Simulator(seed=1, port=0, behaviour=Behaviour(url_lifetime_s=600, clock=clock)) as sim:
         yield sim, clock
 
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy import create_engine, select, text
 
-from media_crawler.models import MediaRecord
+from media_crawler.models import Lease, MediaRecord
 from media_crawler.store import schema
 from media_crawler.store.database import dispose_engines, get_engine, migrate
 from media_crawler.store.ledger import DISCOVERED, DOWNLOADING, Ledger
@@ -66,7 +66,7 @@ def test_concurrent_claimers_share_the_rows_without_overlap(fresh_url):
     def claimer(owner: str) -> None:
         barrier.wait()
         mine = claimed.setdefault(owner, [])
-        while batch := ledger.claim(source_key="s", day="d", owner=owner, lease_s=60, limit=7):
+        while batch := ledger.claim(source_key="s", day="d", lease=Lease(owner, 60), limit=7):
             mine.extend(task.id for task in batch)
 
     with ThreadPoolExecutor(4) as pool:
@@ -88,11 +88,11 @@ def test_a_claim_skips_rows_another_transaction_holds_instead_of_waiting(fresh_u
             # Another worker is in the middle of claiming the first four rows.
             conn.execute(select(schema.tasks.c.id).where(schema.tasks.c.id.in_(ids[:4])).with_for_update())
             with ThreadPoolExecutor(1) as pool:
-                claim = pool.submit(ledger.claim, source_key="s", day="d", owner="other", lease_s=60)
+                claim = pool.submit(ledger.claim, source_key="s", day="d", lease=Lease("other", 60))
                 # A claim that waited for the lock would time out here (and be released on rollback).
                 got = claim.result(timeout=20)
             assert [task.id for task in got] == ids[4:]
-        assert [task.id for task in ledger.claim(source_key="s", day="d", owner="late", lease_s=60)] == ids[:4]
+        assert [task.id for task in ledger.claim(source_key="s", day="d", lease=Lease("late", 60))] == ids[:4]
     finally:
         holder.dispose()
 

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from media_crawler.config import load_config
 from media_crawler.recovery.leases import claim_in_state
 from media_crawler.recovery.liveness import lease_owner
+from media_crawler.sim.app import Behaviour
 from media_crawler.sim.server import Simulator
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.recovery.crawl_worker import crawl
@@ -31,7 +32,7 @@ def item_events(log_path) -> list[dict]:
 
 
 def test_two_runs_of_the_same_partitions_never_both_download_or_commit_an_item(crawl_home):
-    with Simulator(seed=1, port=0, media_latency_ms=60) as sim:
+    with Simulator(seed=1, port=0, behaviour=Behaviour(media_latency_ms=60)) as sim:
         config = load_config(write_recovery_config(crawl_home, sim))
         specs = [f"{key}|{day}" for key, day in PARTITIONS]
         orders = {"a": specs, "b": list(reversed(specs))}  # opposite orders: A verifies what B downloads

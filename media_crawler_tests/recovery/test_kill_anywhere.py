@@ -10,6 +10,7 @@ from media_crawler.config import load_config
 from media_crawler.models import Source
 from media_crawler.crashpoints import POINTS
 from media_crawler.store.ledger import Ledger
+from media_crawler.sim.app import Behaviour
 from media_crawler.sim.server import Simulator
 from media_crawler_tests.recovery.support import (
     ForkServer, assert_converged, committed_set, media_requests, partition_truth, write_recovery_config,
@@ -36,7 +37,7 @@ def run_epoch(home, seed: int | None) -> tuple[Counter, int, set]:
     kills: Counter[str] = Counter()
     mid_download = 0
     # Media answers take a while, so a kill chosen by "after k media answers" lands mid-download.
-    with Simulator(seed=1, port=0, media_latency_ms=40) as sim:
+    with Simulator(seed=1, port=0, behaviour=Behaviour(media_latency_ms=40)) as sim:
         server = ForkServer(env=TOKEN_ENV)
         try:
             urls_key = Source.parse("urls", f"{sim.base_url}/urls/demo.json").key

@@ -16,6 +16,7 @@ from media_crawler.dagster_home import INSTANCE_TEMPLATE
 from media_crawler.commands.rerun_failed import rerun
 from media_crawler.config import load_config
 from media_crawler.crashpoints import AFTER_LINK_BEFORE_LEDGER, CRASH_ENV
+from media_crawler.sim.app import Behaviour
 from media_crawler.sim.server import Simulator
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.recovery.support import (
@@ -62,7 +63,7 @@ def test_crawl_killed_between_link_and_ledger_is_failed_then_rerun_failed_finish
 
 
 def test_crawl_killed_mid_download_converges_when_crawled_again(crawl_home, dagster_home):
-    with Simulator(seed=1, port=0, media_latency_ms=150) as sim:
+    with Simulator(seed=1, port=0, behaviour=Behaviour(media_latency_ms=150)) as sim:
         config = load_config(write_recovery_config(crawl_home, sim))
         start = media_requests(sim)
         child = subprocess.Popen(crawl_command(config.path, "2026-11-27", "weibo-679"),

@@ -14,7 +14,7 @@ from media_crawler.commands.crawl import crawl
 from media_crawler.dagster_home import INSTANCE_TEMPLATE
 from media_crawler.commands.rerun_failed import rerun
 from media_crawler.config import load_config
-from media_crawler.models import DayWindow
+from media_crawler.models import DayWindow, Lease
 from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.recovery.backup import required_credentials
@@ -53,8 +53,8 @@ def test_backup_mid_crawl_restore_elsewhere_paused_then_resume_equals_an_uninter
         # Mid-crawl: the next partition's items are leased to a downloading worker, a run waits in the queue.
         runtime = Runtime.from_config(config_a)
         discover(runtime, config_a.source_by_key(AFTER_BACKUP[0]), DayWindow.parse(AFTER_BACKUP[1]))
-        held = runtime.ledger.claim(source_key=AFTER_BACKUP[0], day=AFTER_BACKUP[1], owner=lease_owner("live"),
-                                    lease_s=600)
+        held = runtime.ledger.claim(source_key=AFTER_BACKUP[0], day=AFTER_BACKUP[1],
+                                    lease=Lease(lease_owner("live"), 600))
         assert held
         with code_location_repository(instance_a) as repository:
             origin = repository.get_full_job("crawl").get_remote_origin()

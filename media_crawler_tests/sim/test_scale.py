@@ -18,7 +18,7 @@ from media_crawler.sim.scale import WorldSize
 from media_crawler.sim.scale.world import BigWorld
 from media_crawler_tests.sim.conftest import top_level_boxes
 
-SMALL = dict(accounts=2, posts_per_day=2, media_per_post=2)
+SMALL = WorldSize.of(accounts=2, posts_per_day=2, media_per_post=2)
 
 
 def session() -> requests.Session:
@@ -57,7 +57,7 @@ def test_no_scale_option_is_the_demo_world():
 
 def test_same_seed_same_world_other_seed_other_world():
     def entries(seed: int) -> list[dict]:
-        with Simulator(seed=seed, port=0, days=2, **SMALL) as sim:
+        with Simulator(seed=seed, port=0, days=2, size=SMALL) as sim:
             return [{**entry, "source": entry["source"].replace(sim.base_url, "")} for entry in sim.truth_media()]
 
     first, again, other = entries(1), entries(1), entries(2)
@@ -90,7 +90,7 @@ def test_a_huge_world_is_lazy_and_one_account_day_is_at_hand():
 
 
 def test_paged_truth_covers_every_item_once_and_matches_the_stream():
-    with Simulator(seed=3, port=0, days=3, accounts=3, posts_per_day=3, media_per_post=3) as sim:
+    with Simulator(seed=3, port=0, days=3, size=WorldSize.of(accounts=3, posts_per_day=3, media_per_post=3)) as sim:
         http = session()
         header = http.get(f"{sim.base_url}/_sim/truth", timeout=10).json()
         assert header["generated"] and "media" not in header and header["posts"] == 4 * 3 * 3 * 3
@@ -122,7 +122,7 @@ def test_paged_truth_covers_every_item_once_and_matches_the_stream():
 
 
 def test_generated_media_are_small_valid_files_served_with_their_truth():
-    with Simulator(seed=5, port=0, days=1, accounts=1, posts_per_day=8, media_per_post=2) as sim:
+    with Simulator(seed=5, port=0, days=1, size=WorldSize.of(accounts=1, posts_per_day=8, media_per_post=2)) as sim:
         http = session()
         entries = list(sim.truth_media())
         assert {"image", "video", "audio"} <= {entry["kind"] for entry in entries}
@@ -163,7 +163,7 @@ def test_a_small_generated_world_crawls_completely(crawl_home, monkeypatch):
     from media_crawler.config import load_config
     from media_crawler.store.ledger import Ledger
 
-    with Simulator(seed=11, port=0, days=2, **SMALL) as sim, DagsterInstance.ephemeral() as instance:
+    with Simulator(seed=11, port=0, days=2, size=SMALL) as sim, DagsterInstance.ephemeral() as instance:
         crawl_home.mkdir(parents=True, exist_ok=True)
         config_path = sim.write_sources(crawl_home / "sources.yaml")
         truth = sim.truth()

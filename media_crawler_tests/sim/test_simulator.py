@@ -17,6 +17,7 @@ import requests
 from PIL import Image
 
 from media_crawler.sim import Simulator, wbi
+from media_crawler.sim.app import Behaviour
 from media_crawler_tests.sim.conftest import REFERERS, assert_like, fixture, top_level_boxes
 
 WEIBO_TIME = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2} \+0800 \d{4}$")
@@ -96,7 +97,7 @@ def test_bilibili_media_needs_referer_and_valid_signature(sim, http):
 
 def test_signed_urls_expire_and_fresh_ones_work(http):
     now = [time.time()]
-    with Simulator(seed=1, port=0, url_lifetime_s=60, clock=lambda: now[0]) as short_lived:
+    with Simulator(seed=1, port=0, behaviour=Behaviour(url_lifetime_s=60, clock=lambda: now[0])) as short_lived:
         video = next(iter(short_lived.world.facebook_videos))
         node_url = f"{short_lived.base_url}/facebook/v19.0/{video}"
         source = http.get(node_url, params={"access_token": "t", "fields": "source"}).json()["source"]
@@ -274,7 +275,7 @@ def test_same_seed_same_world_and_answers(http):
     frozen = 1_800_000_000.0
     answers, truths = [], []
     for _ in range(2):
-        with Simulator(seed=7, port=0, clock=lambda: frozen) as sim:
+        with Simulator(seed=7, port=0, behaviour=Behaviour(clock=lambda: frozen)) as sim:
             truths.append([(entry["path"], entry["sha256"], entry["size"]) for entry in sim.truth()["media"]])
             body = http.get(sim.base_url + "/weibo/ajax/statuses/mymblog", params={"uid": "679", "page": 1}).text
             answers.append(body.replace(sim.base_url, "BASE"))
@@ -314,7 +315,7 @@ def test_fault_sources(sim, http):
 
 
 def test_fault_rate_answers_503(http):
-    with Simulator(seed=1, port=0, fault_rate=1.0) as flaky:
+    with Simulator(seed=1, port=0, behaviour=Behaviour(fault_rate=1.0)) as flaky:
         answer = http.get(flaky.base_url + "/media/urls/demo/tiny.jpg")
         assert answer.status_code == 503 and answer.headers["Retry-After"] == "1"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from media_crawler.sim.catalog import ALTERNATE, PICK, BILIBILI_VIDEO, MediaCatalog, MediaFile, SourceFiles
+from media_crawler.sim.catalog import ALTERNATE, PICK, BILIBILI_VIDEO, MediaCatalog, MediaFile, PostFiles, SourceFiles
 from media_crawler.sim.media import Recipe, dash_segment_base
 from media_crawler.sim.seeded import BV_ALPHABET, Seeded
 
@@ -99,19 +99,19 @@ def _video(seeded: Seeded, files: SourceFiles, index: int, slot: int, hour: int,
     key = f"bilibili/{DEMO_MID}/{index}"
     bvid = "BV1" + seeded.text(key + "/bvid", 9, BV_ALPHABET)
     published = seeded.moment(slot, key, hour)
-    day = published.date()
+    video_files = files.of_post(bvid, published.date())
     cover_hash = seeded.hex(key + "/cover", 40)
-    cover = files.add(
+    cover = video_files.add(
         f"/media/bilibili/bfs/archive/{cover_hash}.jpg",
         Recipe("jpeg", key + "/cover", 640 + 40 * index, 360 + 30 * index),
-        kind="image", post=bvid, item=bvid, variant="cover", day=day,
+        kind="image", item=bvid, variant="cover",
     )
-    parts = tuple(_part(seeded, files, key, bvid, day, page, legacy) for page in range(1, part_count + 1))
+    parts = tuple(_part(seeded, video_files, key, bvid, page, legacy) for page in range(1, part_count + 1))
     aid = seeded.number(key + "/aid", 9)
     return Video(bvid, aid, f"sim video {index + 1}", f"simulated upload {index + 1}", published, cover, parts)
 
 
-def _part(seeded: Seeded, files: SourceFiles, key: str, bvid: str, day, page: int, legacy: bool) -> Part:
+def _part(seeded: Seeded, files: PostFiles, key: str, bvid: str, page: int, legacy: bool) -> Part:
     cid = seeded.number(f"{key}/cid/{page}", 9)
     item = f"{bvid}:{cid}"
     directory = f"/media/bilibili/upgcxcode/{cid % 100:02d}/{cid // 100 % 100:02d}/{cid}"
@@ -121,7 +121,7 @@ def _part(seeded: Seeded, files: SourceFiles, key: str, bvid: str, day, page: in
         progressive = files.add(
             f"{directory}/{cid}_nb2-1-{LEGACY_QN}.mp4",
             Recipe("mp4", f"{item}/durl", 1280, 720, 250_000),
-            kind="video", post=bvid, item=item, variant=f"durl-{LEGACY_QN}-1", day=day, cdn=BILIBILI_VIDEO,
+            kind="video", item=item, variant=f"durl-{LEGACY_QN}-1", cdn=BILIBILI_VIDEO,
         )
         return Part(cid, page, title, duration, (), (), progressive)
     video = []
@@ -131,8 +131,7 @@ def _part(seeded: Seeded, files: SourceFiles, key: str, bvid: str, day, page: in
             recipe = Recipe("m4s-video", f"{item}/{qn}/{codecid}", width, height, size if codecid == AVC else size * 3 // 4)
             file = files.add(
                 f"{directory}/{cid}_nb3-1-{file_id}.m4s", recipe,
-                kind="video", post=bvid, item=item, variant=f"video-{qn}-{codecid}", day=day,
-                cdn=BILIBILI_VIDEO, role=PICK if (qn, codecid) == PICK_VIDEO else ALTERNATE,
+                kind="video", item=item, variant=f"video-{qn}-{codecid}", cdn=BILIBILI_VIDEO, role=PICK if (qn, codecid) == PICK_VIDEO else ALTERNATE,
             )
             codecs = avc_codecs if codecid == AVC else HEVC_CODECS
             bandwidth = recipe.size * 8 * 100
@@ -142,8 +141,7 @@ def _part(seeded: Seeded, files: SourceFiles, key: str, bvid: str, day, page: in
         recipe = Recipe("m4s-audio", f"{item}/{audio_id}", size=size)
         file = files.add(
             f"{directory}/{cid}_nb3-1-{audio_id}.m4s", recipe,
-            kind="audio", post=bvid, item=item, variant=f"audio-{audio_id}", day=day,
-            cdn=BILIBILI_VIDEO, role=PICK if audio_id == PICK_AUDIO else ALTERNATE,
+            kind="audio", item=item, variant=f"audio-{audio_id}", cdn=BILIBILI_VIDEO, role=PICK if audio_id == PICK_AUDIO else ALTERNATE,
         )
         audio.append(DashTrack(file, audio_id, 0, 0, 0, bandwidth, "mp4a.40.2", dash_segment_base(recipe)))
     # Real answers list the best quality first.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from media_crawler.sim.catalog import ALTERNATE, FACEBOOK, PICK, MediaCatalog, MediaFile, SourceFiles
+from media_crawler.sim.catalog import ALTERNATE, FACEBOOK, PICK, MediaCatalog, MediaFile, PostFiles, SourceFiles
 from media_crawler.sim.media import Recipe
 from media_crawler.sim.seeded import Seeded
 
@@ -92,20 +92,21 @@ def _post(seeded: Seeded, files: SourceFiles, page_id: str, index: int, kind: st
     message = f"sim {kind} post {index + 1} on page {page_id}"
     if kind == "text":
         return Post(post_id, page_id, created, message)
+    post_files = files.of_post(post_id, created.date())
     if kind == "video":
-        attachment = _video(seeded, files, key, post_id, created)
+        attachment = _video(seeded, post_files, key, created)
     elif kind.startswith("album-"):
         count = int(kind.split("-")[1])
-        photos = tuple(_photo(seeded, files, f"{key}/{n}", post_id, created) for n in range(count))
+        photos = tuple(_photo(seeded, post_files, f"{key}/{n}") for n in range(count))
         attachment = Attachment("album", seeded.digits(key + "/album", 16), photos)
     else:
-        photo = _photo(seeded, files, key, post_id, created, fmt="png" if kind == "png-photo" else "jpeg")
+        photo = _photo(seeded, post_files, key, fmt="png" if kind == "png-photo" else "jpeg")
         attachment = Attachment("photo", photo.target_id, (photo,))
     return Post(post_id, page_id, created, message, (attachment,))
 
 
 def _photo(
-    seeded: Seeded, files: SourceFiles, key: str, post_id: str, created: datetime,
+    seeded: Seeded, files: PostFiles, key: str,
     *, fmt: str = "jpeg", role: str = PICK, variant: str = "image", item: str | None = None,
 ) -> Photo:
     target_id = seeded.digits(key + "/target", 16)
@@ -116,19 +117,19 @@ def _photo(
     name = f"{seeded.digits(key + '/name', 9)}_{seeded.hex(key + '/name', 16)}_n.{'png' if fmt == 'png' else 'jpg'}"
     file = files.add(
         f"/media/facebook/v/{folder}/{name}", Recipe(fmt, key, width, height),
-        kind="image", post=post_id, item=item or target_id, variant=variant, day=created.date(), cdn=FACEBOOK, role=role,
+        kind="image", item=item or target_id, variant=variant, cdn=FACEBOOK, role=role,
     )
     return Photo(target_id, file, width, height)
 
 
-def _video(seeded: Seeded, files: SourceFiles, key: str, post_id: str, created: datetime) -> Attachment:
+def _video(seeded: Seeded, files: PostFiles, key: str, created: datetime) -> Attachment:
     target_id = seeded.digits(key + "/target", 16)
     name = f"{seeded.digits(key + '/video', 9)}_{seeded.digits(key + '/video2', 9)}_n.mp4"
     size = 120_000 + seeded.rng(key).randint(0, 80_000)
     file = files.add(
         f"/media/facebook/v/t42.1790-2/{name}", Recipe("mp4", key + "/video", 720, 1280, size),
-        kind="video", post=post_id, item=target_id, variant="source", day=created.date(), cdn=FACEBOOK,
+        kind="video", item=target_id, variant="source", cdn=FACEBOOK,
     )
-    poster = _photo(seeded, files, key + "/poster", post_id, created, role=ALTERNATE, variant="poster", item=target_id)
+    poster = _photo(seeded, files, key + "/poster", role=ALTERNATE, variant="poster", item=target_id)
     length = round(5 + seeded.rng(key + "/length").random() * 60, 3)
     return Attachment("video", target_id, video=Video(target_id, file, poster, length, created))

@@ -70,7 +70,7 @@ def build(catalog: MediaCatalog) -> dict[str, UrlFeed]:
         for entry, fault in entries:
             recipe = Recipe("jpeg", f"urls/{name}/{entry}", 320, 240)
             path = f"/media/urls/{name}/{entry}.jpg"
-            file = files.add(path, recipe, kind="image", post=entry, item="", variant="file", day=None, role=FAULT)
+            file = files.of_post(entry, None).add(path, recipe, kind="image", item="", variant="file", role=FAULT)
             items.append(FeedItem(file, fault))
         feeds[name] = UrlFeed(name, tuple(items))
     return feeds
@@ -83,6 +83,6 @@ def _demo_feed(catalog: MediaCatalog) -> UrlFeed:
         kind = "video" if fmt == "mp4" else "image"
         path = f"/media/urls/demo/{name}.{_EXTENSIONS[fmt]}"
         recipe = Recipe(fmt, f"urls/demo/{name}", width, height, size)
-        file = files.add(path, recipe, kind=kind, post=name, item="", variant="file", day=None, role=PICK)
+        file = files.of_post(name, None).add(path, recipe, kind=kind, item="", variant="file", role=PICK)
         items.append(FeedItem(file))
     return UrlFeed(DEMO, tuple(items))

@@ -175,9 +175,10 @@ class _PostBuilder:
             width, height = width // 2, height // 2
         ext, fmt = ("gif", "gif") if gif else ("jpg", "jpeg")
         pid = self._pid(key, width, height, gif)
-        common = dict(kind="image", post=mid, item=pid, day=created.date(), cdn=WEIBO_IMAGE)
+        files = self.files.of_post(mid, created.date())
+        common = dict(kind="image", item=pid, cdn=WEIBO_IMAGE)
         aliases = tuple(f"/media/weibo/{segment}/{pid}.{ext}" for segment in LARGE_SEGMENTS[self.api][1:])
-        original = self.files.add(
+        original = files.add(
             f"/media/weibo/large/{pid}.{ext}", Recipe(fmt, key, width, height),
             variant="gif" if gif else "large", aliases=aliases, **common,
         )
@@ -188,31 +189,31 @@ class _PostBuilder:
                 continue
             thumb_height = round(height * thumb_width / width)
             recipe = Recipe(fmt, key, thumb_width, thumb_height)
-            thumb = self.files.add(f"/media/weibo/{segment}/{pid}.{ext}", recipe, variant=segment, role=ALTERNATE, **common)
+            thumb = files.add(f"/media/weibo/{segment}/{pid}.{ext}", recipe, variant=segment, role=ALTERNATE, **common)
             thumbnails[segment] = (thumb, thumb_width, thumb_height)
         clip = None
         if live:
-            clip = self.files.add(
+            clip = files.add(
                 f"/media/weibo/livephoto/{self.seeded.hex(key + '/live', 24)}.mov",
                 Recipe("mov", key + "/live", width, height, 60_000),
-                kind="video", post=mid, item=pid, variant="live", day=created.date(), cdn=WEIBO_VIDEO,
+                kind="video", item=pid, variant="live", cdn=WEIBO_VIDEO,
             )
         return Picture(pid, width, height, original, thumbnails, gif, clip)
 
     def _video(self, key: str, mid: str, created: datetime) -> VideoClip:
         object_id = "1034:" + self.seeded.digits(key + "/object", 16)
-        common = dict(post=mid, item=object_id, day=created.date())
-        cover = self.files.add(
+        files = self.files.of_post(mid, created.date())
+        cover = files.add(
             f"/media/weibo/orj480/{self.seeded.hex(key + '/cover', 32)}.jpg", Recipe("jpeg", key + "/cover", 640, 360),
-            kind="image", variant="cover", cdn=WEIBO_IMAGE, role=ALTERNATE, **common,
+            kind="image", item=object_id, variant="cover", cdn=WEIBO_IMAGE, role=ALTERNATE,
         )
         streams = []
         for label, quality_index, quality_label, width, height, size in STREAMS:
             best = label == STREAMS[-1][0]
-            file = self.files.add(
+            file = files.add(
                 f"/media/weibo/o0/{self.seeded.text(f'{key}/{label}', 24)}.mp4",
                 Recipe("mp4", f"{key}/{label}", width, height, size),
-                kind="video", variant=label, cdn=WEIBO_VIDEO, role=PICK if best else ALTERNATE, **common,
+                kind="video", item=object_id, variant=label, cdn=WEIBO_VIDEO, role=PICK if best else ALTERNATE,
             )
             streams.append(Stream(label, quality_index, quality_label, width, height, file))
         return VideoClip(object_id, cover, 20 + self.seeded.rng(key + "/duration").randint(0, 100), tuple(streams))

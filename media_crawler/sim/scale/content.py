@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from typing import NamedTuple
 
-from media_crawler.sim.catalog import ALTERNATE, BILIBILI_VIDEO, FACEBOOK, OPEN, PICK, WEIBO_IMAGE, WEIBO_VIDEO, MediaFile
+from media_crawler.sim.catalog import (
+    ALTERNATE, BILIBILI_VIDEO, FACEBOOK, PICK, WEIBO_IMAGE, WEIBO_VIDEO, FileRegistry, MediaFile, PostFiles,
+)
 from media_crawler.sim.content import bilibili as demo_bilibili
 from media_crawler.sim.content import facebook as demo_facebook
 from media_crawler.sim.content import urls as demo_urls
@@ -55,17 +57,16 @@ class Generated:
     picks: tuple[MediaFile, ...]
 
 
-class Collector:
-    """Collects a post's files; same `add` as catalog.SourceFiles."""
+class Collector(FileRegistry):
+    """Collects a post's files (registered as in the demo world: `of_post(...).add(...)`)."""
 
     def __init__(self, platform: str, source: str) -> None:
         self.platform, self.source = platform, source
         self.files: dict[str, MediaFile] = {}
         self.picks: list[MediaFile] = []
 
-    def add(self, path, recipe, *, kind, post, item, variant, day, cdn=OPEN, role=PICK, aliases=()) -> MediaFile:
-        file = MediaFile(path, recipe, kind, self.platform, self.source, post, item, variant, day, cdn)
-        for alias in (path, *aliases):
+    def register(self, file: MediaFile, *, role: str, aliases: tuple[str, ...]) -> MediaFile:
+        for alias in (file.path, *aliases):
             self.files[alias] = file
         if role == PICK:
             self.picks.append(file)
@@ -177,18 +178,18 @@ class Generator:
         n = self.ordinal(key)
         bvid = "BV1" + to_base(self.bvid.encode(n), BV_ALPHABET, 9)
         published = self.created(key)
-        day = published.date()
+        video_files = files.of_post(bvid, published.date())
         name = f"bilibili/{n}"
         width, height = self._image(name + "/cover", -1)
-        cover = files.add(
+        cover = video_files.add(
             f"/media/bilibili/bfs/archive/{to_base(self.cover_token.encode(n), HEX, 12)}{self._hex(name + '/cover', 28)}.jpg",
-            Recipe("jpeg", name + "/cover", width, height), kind="image", post=bvid, item=bvid, variant="cover", day=day,
+            Recipe("jpeg", name + "/cover", width, height), kind="image", item=bvid, variant="cover",
         )
-        parts = tuple(self._bilibili_part(files, n, bvid, day, page) for page in range(1, self.size.media_per_post + 1))
+        parts = tuple(self._bilibili_part(video_files, n, bvid, page) for page in range(1, self.size.media_per_post + 1))
         title = f"sim video {key.day + 1}-{key.post + 1}"
         return demo_bilibili.Video(bvid, BILIBILI_AID_BASE + n, title, f"generated upload {n}", published, cover, parts)
 
-    def _bilibili_part(self, files: Collector, n: int, bvid: str, day: date, page: int) -> demo_bilibili.Part:
+    def _bilibili_part(self, files: PostFiles, n: int, bvid: str, page: int) -> demo_bilibili.Part:
         cid = BILIBILI_CID_BASE + n * MAX_MEDIA_PER_POST + page - 1
         item = f"{bvid}:{cid}"
         directory = f"/media/bilibili/upgcxcode/{cid % 100:02d}/{cid // 100 % 100:02d}/{cid}"
@@ -204,7 +205,7 @@ class Generator:
                 recipe = Recipe("m4s-video", f"{item}/{qn}/{codecid}", width, height, track_bytes)
                 file = files.add(
                     f"{directory}/{cid}_nb3-1-{file_id}.m4s", recipe,
-                    kind="video", post=bvid, item=item, variant=f"video-{qn}-{codecid}", day=day, cdn=BILIBILI_VIDEO,
+                    kind="video", item=item, variant=f"video-{qn}-{codecid}", cdn=BILIBILI_VIDEO,
                     role=PICK if (qn, codecid) == demo_bilibili.PICK_VIDEO else ALTERNATE,
                 )
                 codecs = avc_codecs if codecid == demo_bilibili.AVC else demo_bilibili.HEVC_CODECS
@@ -217,7 +218,7 @@ class Generator:
             recipe = Recipe("m4s-audio", f"{item}/{audio_id}", size=self.dash_audio_bytes * size // largest_audio)
             file = files.add(
                 f"{directory}/{cid}_nb3-1-{audio_id}.m4s", recipe,
-                kind="audio", post=bvid, item=item, variant=f"audio-{audio_id}", day=day, cdn=BILIBILI_VIDEO,
+                kind="audio", item=item, variant=f"audio-{audio_id}", cdn=BILIBILI_VIDEO,
                 role=PICK if audio_id == demo_bilibili.PICK_AUDIO else ALTERNATE,
             )
             audio.append(demo_bilibili.DashTrack(file, audio_id, 0, 0, 0, bandwidth, "mp4a.40.2", dash_segment_base(recipe)))
@@ -246,21 +247,22 @@ class Generator:
             mid, to_base(self.mblogid.encode(n), BASE62, 9), int(uid), f"sim-weibo-{uid}", created,
             f"sim post {key.day + 1}-{key.post + 1} by {uid}",
         )
+        post_files = files.of_post(mid, created.date())
         if self.is_video_post(key):
-            return _replace(post, video=self._weibo_video(files, name, n, mid, created))
+            return _replace(post, video=self._weibo_video(post_files, name, n))
         owner = self._hex(f"weibo/{uid}/owner", 8)
         token = to_base(self.pid_token.encode(n), BASE36, 10)
         pictures = tuple(
-            self._weibo_picture(files, api, name, owner, token, mid, created, index) for index in range(self.size.media_per_post)
+            self._weibo_picture(post_files, api, name, owner, token, index) for index in range(self.size.media_per_post)
         )
         return _replace(post, pictures=pictures)
 
     def _weibo_picture(
-        self, files: Collector, api: str, name: str, owner: str, token: str, mid: str, created: datetime, index: int
+        self, files: PostFiles, api: str, name: str, owner: str, token: str, index: int
     ) -> demo_weibo.Picture:
         width, height = self._image(f"{name}/pic{index}", -1)
         pid = owner + "ly1" + token + "j2" + to_base(width, BASE36, 3) + to_base(height, BASE36, 3) + to_base(index, BASE36, 3)
-        common = dict(kind="image", post=mid, item=pid, day=created.date(), cdn=WEIBO_IMAGE)
+        common = dict(kind="image", item=pid, cdn=WEIBO_IMAGE)
         recipe_key = f"{name}/pic{index}"
         aliases = tuple(f"/media/weibo/{segment}/{pid}.jpg" for segment in demo_weibo.LARGE_SEGMENTS[api][1:])
         original = files.add(f"/media/weibo/large/{pid}.jpg", Recipe("jpeg", recipe_key, width, height),
@@ -276,15 +278,14 @@ class Generator:
             thumbnails[segment] = (thumb, thumb_width, thumb_height)
         return demo_weibo.Picture(pid, width, height, original, thumbnails)
 
-    def _weibo_video(self, files: Collector, name: str, n: int, mid: str, created: datetime) -> demo_weibo.VideoClip:
+    def _weibo_video(self, files: PostFiles, name: str, n: int) -> demo_weibo.VideoClip:
         object_id = "1034:" + to_base(self.object_id.encode(n), string.digits, 16)
         token = to_base(self.weibo_video_token.encode(n), BASE36, 10)
-        common = dict(post=mid, item=object_id, day=created.date())
         width, height = self._image(name + "/cover", -1)
         cover = files.add(
             f"/media/weibo/orj480/{token}{self._hex(name + '/cover', 22)}.jpg",
             Recipe("jpeg", f"{name}/cover", width, height),
-            kind="image", variant="cover", cdn=WEIBO_IMAGE, role=ALTERNATE, **common,
+            kind="image", item=object_id, variant="cover", cdn=WEIBO_IMAGE, role=ALTERNATE,
         )
         streams = []
         for rank, (label, quality_index, quality_label, width, height, _) in enumerate(demo_weibo.STREAMS, start=1):
@@ -292,7 +293,7 @@ class Generator:
             file = files.add(
                 f"/media/weibo/o0/{token}{label[4:]:<4}{self._hex(f'{name}/{label}', 10)}.mp4".replace(" ", "x"),
                 Recipe("mp4", f"{name}/{label}", width, height, self.mp4_bytes * rank // 3),
-                kind="video", variant=label, cdn=WEIBO_VIDEO, role=PICK if best else ALTERNATE, **common,
+                kind="video", item=object_id, variant=label, cdn=WEIBO_VIDEO, role=PICK if best else ALTERNATE,
             )
             streams.append(demo_weibo.Stream(label, quality_index, quality_label, width, height, file))
         duration = 20 + self.rng(name + "/duration").randint(0, 100)
@@ -308,11 +309,13 @@ class Generator:
         created = self.created(key)
         token = to_base(self.fb_token.encode(n), string.digits, 12)
         name = f"facebook/{n}"
+        post_files = files.of_post(post_id, created.date())
         if self.is_video_post(key):
             message = f"sim video post {key.day + 1}-{key.post + 1} on page {page_id}"
-            return demo_facebook.Post(post_id, page_id, created, message, (self._facebook_video(files, name, token, n, post_id, created),))
+            video = self._facebook_video(post_files, name, token, n, created)
+            return demo_facebook.Post(post_id, page_id, created, message, (video,))
         count = self.size.media_per_post
-        photos = tuple(self._facebook_photo(files, name, token, n, index, post_id, created) for index in range(count))
+        photos = tuple(self._facebook_photo(post_files, name, token, n, index) for index in range(count))
         if count == 1:
             attachment = demo_facebook.Attachment("photo", photos[0].target_id, photos)
         else:
@@ -321,7 +324,7 @@ class Generator:
         return demo_facebook.Post(post_id, page_id, created, message, (attachment,))
 
     def _facebook_photo(
-        self, files: Collector, name: str, token: str, n: int, index: int, post_id: str, created: datetime,
+        self, files: PostFiles, name: str, token: str, n: int, index: int,
         *, role: str = PICK, variant: str = "image", item: str | None = None,
     ) -> demo_facebook.Photo:
         png = variant == "image" and self.rng(f"{name}/{index}/format").randrange(4) == 0
@@ -331,19 +334,19 @@ class Generator:
         path = f"/media/facebook/v/{folder}/{token}_{index:02d}{self._digits(f'{name}/{index}/name', 7)}_n.{'png' if png else 'jpg'}"
         file = files.add(
             path, Recipe("png" if png else "jpeg", f"{name}/{index}", width, height),
-            kind="image", post=post_id, item=item or target_id, variant=variant, day=created.date(), cdn=FACEBOOK, role=role,
+            kind="image", item=item or target_id, variant=variant, cdn=FACEBOOK, role=role,
         )
         return demo_facebook.Photo(target_id, file, width, height)
 
-    def _facebook_video(self, files: Collector, name: str, token: str, n: int, post_id: str, created: datetime) -> demo_facebook.Attachment:
+    def _facebook_video(self, files: PostFiles, name: str, token: str, n: int, created: datetime) -> demo_facebook.Attachment:
         target_id = to_base(self.fb_video.encode(n), string.digits, 16)
         file = files.add(
             f"/media/facebook/v/t42.1790-2/{token}_{self._digits(name + '/video', 9)}_n.mp4",
             Recipe("mp4", f"{name}/video", 720, 1280, self.mp4_bytes),
-            kind="video", post=post_id, item=target_id, variant="source", day=created.date(), cdn=FACEBOOK,
+            kind="video", item=target_id, variant="source", cdn=FACEBOOK,
         )
-        poster = self._facebook_photo(files, name, token, n, MAX_MEDIA_PER_POST, post_id, created,
-                                      role=ALTERNATE, variant="poster", item=target_id)
+        poster = self._facebook_photo(files, name, token, n, MAX_MEDIA_PER_POST, role=ALTERNATE, variant="poster",
+                                      item=target_id)
         length = round(5 + self.rng(name + "/length").random() * 60, 3)
         return demo_facebook.Attachment("video", target_id, video=demo_facebook.Video(target_id, file, poster, length, created))
 
@@ -360,10 +363,9 @@ class Generator:
                 fmt, (width, height), size = "png", self.pngs[index % len(self.pngs)], 0
             else:
                 fmt, (width, height), size = "jpeg", self._image(f"{name}/{index}", -1), 0
-            file = files.add(
+            file = files.of_post(f"{key.day}-{key.post}-{index}", created.date()).add(
                 f"{folder}-{index}.{demo_urls._EXTENSIONS[fmt]}", Recipe(fmt, f"{name}/{index}", width, height, size),
-                kind="video" if fmt == "mp4" else "image", post=f"{key.day}-{key.post}-{index}", item="", variant="file",
-                day=created.date(),
+                kind="video" if fmt == "mp4" else "image", item="", variant="file",
             )
             items.append(demo_urls.FeedItem(file, None, created))
         return tuple(items)
