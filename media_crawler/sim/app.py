@@ -27,14 +27,23 @@ class Behaviour:
     fault_rate: the share of media requests answered 503 at random (the fault
     sources' planned faults come regardless).
     media_latency_ms: a delay before every media answer.
+    api_latency_ms: a delay before every platform API answer (feed pages, play
+    URLs, keys), as a real platform takes 100-300 ms to answer one.
     echo_secrets: the hostile profile that sends credentials back (sim/echo.py).
     """
 
     url_lifetime_s: float = DEFAULT_URL_LIFETIME_S
     fault_rate: float = 0.0
     media_latency_ms: float = 0.0
+    api_latency_ms: float = 0.0
     clock: Callable[[], float] | None = None
     echo_secrets: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("media_latency_ms", "api_latency_ms"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 60_000.0:
+                raise ValueError(f"{name.replace('_', '-')} must be between 0 and 60000 ms, not {value:g}")
 
 
 class SimulatorApp:
@@ -44,11 +53,13 @@ class SimulatorApp:
         self.base_url = "http://127.0.0.1"  # the server sets the real one once bound
         self.cdn = CdnRules(world.seeded.secret("cdn"), behaviour.url_lifetime_s, behaviour.clock or time.time)
         self.fault_book = world.fault_book(behaviour.fault_rate)
+        self.api_latency_s = behaviour.api_latency_ms / 1000.0
         self.stats = RequestStats()
         # Every registered platform's routes (its spec's simulator part, sim/parts.py), in
         # registry order; a generated world (sim/scale/) only mounts parts that serve one.
         platform_apis = tuple(api for part in simulator_parts().values()
                               if part.generated or not world.is_generated for api in part.apis(world, self.cdn))
+        self.platform_prefixes = frozenset(api.prefix for api in platform_apis)
         self.apis: tuple[Api, ...] = (
             *platform_apis,
             MediaFiles(world, self.cdn, self.fault_book, behaviour.media_latency_ms),
@@ -62,6 +73,8 @@ class SimulatorApp:
         for api in self.apis:
             # "/weibo-m/..." must not match "/weibo": compare whole path segments.
             if request.path == api.prefix or request.path.startswith(api.prefix + "/"):
+                if self.api_latency_s and api.prefix in self.platform_prefixes:
+                    time.sleep(self.api_latency_s)
                 if self.echo.enabled and api.prefix in ECHOING_PREFIXES:
                     return self.echo.answer(raw, api.prefix, _subpath_handler(api))
                 if self.echo.enabled and api.prefix == MediaFiles.prefix:

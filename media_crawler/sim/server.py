@@ -231,6 +231,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--days", type=int, default=DEFAULT_DAYS, help="number of UTC days ending --end-date")
     parser.add_argument("--media-latency-ms", type=float, default=0.0, help="delay before every media answer")
+    parser.add_argument("--api-latency-ms", type=float, default=0.0,
+                        help="delay before every platform API answer (feed pages, play URLs, keys)")
     parser.add_argument("--fault-rate", type=float, default=0.0, help="share of media GETs answered 503 + Retry-After (seeded)")
     parser.add_argument(
         "--url-lifetime", type=float, default=DEFAULT_URL_LIFETIME_S, help="seconds a signed media URL stays valid"
@@ -264,7 +266,8 @@ def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM/SIGINT; prints the base URL as the only stdout line."""
     try:
         behaviour = Behaviour(
-            media_latency_ms=args.media_latency_ms, fault_rate=args.fault_rate, url_lifetime_s=args.url_lifetime,
+            media_latency_ms=args.media_latency_ms, api_latency_ms=getattr(args, "api_latency_ms", 0.0),
+            fault_rate=args.fault_rate, url_lifetime_s=args.url_lifetime,
             echo_secrets=getattr(args, "echo_secrets", False),
         )
         size = WorldSize.of(**{name: getattr(args, name, None) for name in _SCALE_OPTIONS})

@@ -72,3 +72,23 @@ def test_weibo_created_at_is_china_time_in_the_real_format():
     moment = datetime(2022, 3, 23, 7, 10, 31, tzinfo=timezone.utc)
     assert created_at(moment) == "Wed Mar 23 15:10:31 +0800 2022"
     assert created_at(datetime(2026, 11, 26, 23, 30, tzinfo=timezone.utc)).startswith("Fri Nov 27 07:30:00")
+
+
+def test_api_latency_delays_platform_answers_only(monkeypatch):
+    """--api-latency-ms: feed pages and other platform API answers wait, the control routes do not."""
+    from media_crawler.sim import app as sim_app
+    from media_crawler.sim.app import Behaviour, SimulatorApp
+    from media_crawler.sim.exchange import Request
+    from media_crawler.sim.world import World
+
+    slept = []
+    monkeypatch.setattr(sim_app.time, "sleep", slept.append)
+    simulator = SimulatorApp(World(1), Behaviour(api_latency_ms=50))
+    ask = lambda path: simulator.dispatch(Request("GET", path, (), {}, "http://127.0.0.1:1"))  # noqa: E731
+    ask("/urls/nothing-here")
+    assert slept == [0.05]
+    ask("/_sim/stats")
+    ask("/")
+    assert slept == [0.05], "the simulator's own routes answer at once"
+    with pytest.raises(ValueError, match="api-latency-ms"):
+        Behaviour(api_latency_ms=-1)
