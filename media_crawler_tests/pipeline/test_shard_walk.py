@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import yaml
 
@@ -13,9 +12,11 @@ from media_crawler.config import load_config
 from media_crawler.models import DayWindow
 from media_crawler.pipeline.discover import discover_sources
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler_tests.one_answer_server import local_server
 
 DAY = "2026-11-27"
 ANSWER_S = 0.2  # every feed answer takes this long, as a platform's API does
+JSON = {"Content-Type": "application/json"}
 
 
 @contextmanager
@@ -25,31 +26,17 @@ def slow_feed_server():
     lock = threading.Lock()
     state = {"in_flight": 0, "peak": 0}
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
-            with lock:
-                state["in_flight"] += 1
-                state["peak"] = max(state["peak"], state["in_flight"])
-            time.sleep(ANSWER_S)
-            with lock:
-                state["in_flight"] -= 1
-            status, body = (404, b"{}") if "broken" in self.path else (200, b"[]")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path: str):
+        with lock:
+            state["in_flight"] += 1
+            state["peak"] = max(state["peak"], state["in_flight"])
+        time.sleep(ANSWER_S)
+        with lock:
+            state["in_flight"] -= 1
+        return (404, JSON, b"{}") if "broken" in path else (200, JSON, b"[]")
 
-        def log_message(self, *_args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", state
-    finally:
-        server.shutdown()
-        server.server_close()
+    with local_server(answer) as origin:
+        yield origin, state
 
 
 def test_a_shards_feeds_are_walked_at_once_and_a_broken_one_stops_none(crawl_home):
