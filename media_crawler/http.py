@@ -1,11 +1,13 @@
 """HTTP plumbing shared by the downloader and the API transport.
 
-- `make_session`: a pooled requests.Session with urllib3's own retries switched
-  off: every retry decision belongs to the error taxonomy (errors.py), so a
-  failure is retried once, by us, with the class's backoff, not silently by
-  urllib3 underneath and then again by us. Its connections dial only
-  addresses the URL policy in force admitted (net/pinning.py): a request
-  made outside `under_policy` is refused.
+- `make_session`: a runtime's HTTP: a pooled requests.Session for the API
+  path, carrying `media`, the media path's urllib3 transport
+  (download/media_transport.py). Both have urllib3's own retries switched
+  off (`NO_RETRIES`): every retry decision belongs to the error taxonomy
+  (errors.py), so a failure is retried once, by us, with the class's backoff,
+  not silently by urllib3 underneath and then again by us. Their connections
+  dial only addresses the URL policy in force admitted (net/pinning.py): a
+  request made outside `under_policy` is refused.
 - `Timeouts`: connect, read (waiting for the response headers) and stall (the
   longest gap between two body chunks).
 - `redact_url`, `parse_retry_after`: safe log text and Retry-After in seconds.
@@ -15,12 +17,20 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import requests
 from urllib3.util.retry import Retry
 
 from media_crawler.net.pinning import PinnedAdapter
+
+if TYPE_CHECKING:  # media_transport imports this module
+    from media_crawler.download.media_transport import MediaTransport
+
+# total=0/read=False: urllib3 raises on the first failure and never
+# re-sends a request on its own (see the module docstring).
+NO_RETRIES = Retry(total=0, connect=0, read=False, redirect=False, status=0)
 
 
 @dataclass(frozen=True)
@@ -32,18 +42,28 @@ class Timeouts:
     read: float = 30.0
     stall: float = 30.0
 
-    def for_requests(self) -> tuple[float, float]:
-        """The (connect, read) pair requests expects for the request itself."""
-        return (self.connect, self.read)
+
+class CrawlerSession(requests.Session):
+    """The API path's Session, carrying `media`, the media path's transport: one
+    runtime holds one of each, and closing the session closes both."""
+
+    def __init__(self, media: "MediaTransport") -> None:
+        super().__init__()
+        self.media = media
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.media.close()
 
 
-def make_session(pool_size: int = 16) -> requests.Session:
-    """A Session whose connection pool fits `pool_size` concurrent workers."""
-    session = requests.Session()
-    # total=0/read=False: urllib3 raises on the first failure and never
-    # re-sends a request on its own (see the module docstring).
-    no_retries = Retry(total=0, connect=0, read=False, redirect=False, status=0)
-    adapter = PinnedAdapter(pool_connections=pool_size, pool_maxsize=pool_size, max_retries=no_retries)
+def make_session(pool_size: int = 16) -> CrawlerSession:
+    """A session whose connection pools (API and media) fit `pool_size` concurrent workers."""
+    from media_crawler.download.media_transport import MediaTransport
+
+    session = CrawlerSession(MediaTransport(pool_size))
+    adapter = PinnedAdapter(pool_connections=pool_size, pool_maxsize=pool_size, max_retries=NO_RETRIES)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session

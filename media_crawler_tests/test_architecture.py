@@ -85,3 +85,37 @@ def test_no_platform_is_named_outside_its_package_and_the_simulator():
              if not name.startswith(("platforms/", "sim/"))
              for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value in names]
     assert named == [], "derive the platform from the registry (media_crawler/platforms/registry.py)"
+
+
+# requests' public API: the package's top-level names, and HTTPAdapter (the documented
+# way to mount transport adapters; net/pinning.py's PinnedAdapter, for the API path).
+# Anything else under requests.* is its internals, which change without notice.
+REQUESTS_PUBLIC_SUBMODULE_NAMES = {"requests.adapters", "requests.adapters.HTTPAdapter"}
+
+
+def dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id, *reversed(parts)])
+    return None
+
+
+def test_no_module_reaches_into_requests_internals():
+    reaching = set()
+    for name, tree in modules():
+        used = {module for module in imported(tree) if module.startswith("requests.")}
+        used.update(text for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                    and (text := dotted(node)) and text.startswith("requests.")
+                    and text.split(".")[1][:1].islower() and text.count(".") >= 2)
+        reaching.update(f"{name}: {module}" for module in used - REQUESTS_PUBLIC_SUBMODULE_NAMES)
+    assert reaching == set(), "use requests' public API, or urllib3 directly (download/media_transport.py)"
+
+
+def test_the_media_path_does_not_use_requests():
+    """Media downloads talk to urllib3 through download/media_transport.py; requests is the API path's."""
+    users = sorted(name for name, tree in modules() if name.startswith("download/")
+                   and any(module == "requests" or module.startswith("requests.") for module in imported(tree)))
+    assert users == []

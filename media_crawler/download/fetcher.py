@@ -22,10 +22,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
-import requests
 import urllib3
 
+from media_crawler.download.media_transport import MediaTransport
 from media_crawler.download.responses import (
+    MediaResponse,
     open_following_redirects,
     parse_content_length,
     parse_content_range,
@@ -35,11 +36,11 @@ from media_crawler.download.responses import (
 from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.download.writeback import EarlyWriteback
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.http import redact_url
+from media_crawler.http import CrawlerSession, redact_url
 from media_crawler.store.cas import storage_error
 from media_crawler.verify.signatures import HEAD_BYTES, check_media_head
 
-_READ_ERRORS = (urllib3.exceptions.HTTPError, requests.RequestException, http.client.HTTPException, OSError)
+_READ_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 # Classes after which the .part holds nothing worth resuming.
 _DISCARD_PART_CLASSES = (ErrorClass.BAD_SIGNATURE, ErrorClass.TOO_LARGE, ErrorClass.HASH_MISMATCH)
 
@@ -67,7 +68,7 @@ class _WritePlan:
 
 
 def download_to_part(
-    session: requests.Session,
+    session: CrawlerSession | MediaTransport,
     request: DownloadRequest,
     policy: DownloadPolicy,
     on_validator: Callable[[str | None], None] | None = None,
@@ -126,7 +127,7 @@ def download_to_part(
 
 
 def _plan_write(
-    response: requests.Response, resume_from: int, max_bytes: int, safe_url: str, part_path: Path
+    response: MediaResponse, resume_from: int, max_bytes: int, safe_url: str, part_path: Path
 ) -> _WritePlan:
     encoding = response.headers.get("Content-Encoding", "").strip().lower()
     decode = encoding not in ("", "identity")
@@ -148,7 +149,7 @@ def _plan_write(
 
 
 def _stream_body(
-    response: requests.Response,
+    response: MediaResponse,
     part_path: Path,
     plan: _WritePlan,
     chunk_size: int,
@@ -198,7 +199,7 @@ def _stream_body(
 
 
 def _read_chunks(
-    response: requests.Response, chunk_size: int, decode: bool, safe_url: str, received: Callable[[], int]
+    response: MediaResponse, chunk_size: int, decode: bool, safe_url: str, received: Callable[[], int]
 ) -> Iterator[bytes]:
     """The body in chunks of at most chunk_size, with read failures turned into error classes.
 
@@ -259,14 +260,14 @@ class _Inflater:
 
 
 def _classify_read_error(exc: BaseException, received: int, safe_url: str) -> CrawlError:
-    if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, socket.timeout, requests.ReadTimeout)):
+    if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, socket.timeout)):
         return CrawlError(ErrorClass.NETWORK_TIMEOUT, f"body of {safe_url} stalled after {received} bytes")
     if received:
         return CrawlError(ErrorClass.TRUNCATED_BODY, f"body of {safe_url} cut after {received} bytes ({type(exc).__name__})")
     return CrawlError(ErrorClass.CONNECTION_RESET, f"connection to {safe_url} dropped before the body ({type(exc).__name__})")
 
 
-def _complete_part_digest(response: requests.Response, part_path: Path, existing: int, validator: str | None) -> str | None:
+def _complete_part_digest(response: MediaResponse, part_path: Path, existing: int, validator: str | None) -> str | None:
     """416 to our Range: the sha256 of the .part if it already is the whole current file, else None."""
     content_range = parse_content_range(response.headers.get("Content-Range"))
     current = resume_validator(response.headers.get("ETag"), response.headers.get("Last-Modified"))
@@ -288,13 +289,12 @@ def _hash_prefix(part_path: Path, length: int, digest) -> None:
             remaining -= len(block)
 
 
-def _keep_connection(response: requests.Response) -> None:
+def _keep_connection(response: MediaResponse) -> None:
     """The body was read to its end: hand the connection back to the pool for the next request.
 
-    requests only does this for bodies it consumed itself (iter_content); the
-    body here was read through `raw.read1`, so `Response.close()` would close
-    the socket, and every download would pay a new TCP connection (and the
-    server a new thread). A body that ended early raised before this point,
+    `MediaResponse.close()` closes the socket (right for a body left half
+    read), so without this every download would pay a new TCP connection (and
+    the server a new thread). A body that ended early raised before this point,
     and its connection is closed as usual.
     """
     try:
@@ -303,7 +303,7 @@ def _keep_connection(response: requests.Response) -> None:
         pass
 
 
-def _apply_stall_timeout(response: requests.Response, seconds: float) -> None:
+def _apply_stall_timeout(response: MediaResponse, seconds: float) -> None:
     """From here on, the socket's read timeout is the stall limit between body chunks.
 
     The request itself used timeouts.read (time to the response headers);

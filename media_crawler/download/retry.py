@@ -24,12 +24,11 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, ContextManager, Mapping, Protocol, TypeVar
 
-import requests
-
 from media_crawler.download.fetcher import DownloadResult, download_to_part
+from media_crawler.download.media_transport import MediaTransport
 from media_crawler.download.request import DEFAULT_MAX_ATTEMPTS, DownloadPolicy, DownloadRequest
 from media_crawler.errors import CrawlError, ErrorClass, FinalState
-from media_crawler.http import redact_url
+from media_crawler.http import CrawlerSession, redact_url
 
 T = TypeVar("T")
 PENALTY_SECONDS = 60.0
@@ -122,7 +121,7 @@ class RetryLoop:
 
 
 def download_with_retries(
-    session: requests.Session,
+    session: CrawlerSession | MediaTransport,
     request: DownloadRequest,
     policy: DownloadPolicy,
     on_attempt: Callable[[AttemptReport], None] | None = None,

@@ -16,10 +16,9 @@ import contextvars
 import socket
 import sys
 from contextlib import contextmanager
-from typing import Iterator, Mapping
+from typing import Iterator
 
 from requests.adapters import HTTPAdapter
-from requests.utils import select_proxy
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
@@ -42,11 +41,12 @@ def under_policy(policy: UrlPolicy) -> Iterator[None]:
         _POLICY.reset(token)
 
 
-def check_proxied_target(policy: UrlPolicy, target: Target, proxies: Mapping[str, str] | None) -> None:
-    """Through a proxy, the connection's peer is the proxy the operator chose, so the
-    target's name is resolved and checked here instead. The proxy resolves it again
-    (the one rebinding window this leaves is the proxy's; docs/DESIGN.md says so)."""
-    if proxies and select_proxy(target.url, dict(proxies)):
+def check_proxied_target(policy: UrlPolicy, target: Target, proxy: str | None) -> None:
+    """Through a proxy (`proxy`: the one serving target.url, net/proxies.py), the
+    connection's peer is the proxy the operator chose, so the target's name is
+    resolved and checked here instead. The proxy resolves it again (the one
+    rebinding window this leaves is the proxy's; docs/DESIGN.md says so)."""
+    if proxy:
         try:
             policy.resolve(target.host, target.port)
         except socket.gaierror:
@@ -118,9 +118,13 @@ class _PinnedHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _PinnedHTTPSConnection
 
 
+# For a urllib3 PoolManager's `pool_classes_by_scheme`: every pool it opens is pinned.
+PINNED_POOL_CLASSES = {"http": _PinnedHTTPPool, "https": _PinnedHTTPSPool}
+
+
 class PinnedAdapter(HTTPAdapter):
-    """requests' adapter with pools whose connections are pinned (see the module docstring)."""
+    """requests' adapter (its public extension point) with pinned pools, for the API path."""
 
     def init_poolmanager(self, *args, **kwargs) -> None:
         super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _PinnedHTTPPool, "https": _PinnedHTTPSPool}
+        self.poolmanager.pool_classes_by_scheme = dict(PINNED_POOL_CLASSES)

@@ -26,20 +26,20 @@ class Answer(Protocol):
 
 # send(target, headers) -> the answer to one GET of target.url, redirects not followed
 Send = Callable[[Target, Mapping[str, str]], Answer]
-# proxies_for(url) -> the proxies requests would use for it (None or {} for none)
-ProxiesFor = Callable[[str], Mapping[str, str] | None]
+# proxy_for(url) -> the proxy that will carry the request for url, None when it goes direct
+ProxyFor = Callable[[str], str | None]
 
 
 def get_following_redirects(policy: UrlPolicy, url: str, headers: Mapping[str, str], send: Send, *,
-                            max_redirects: int, proxies_for: ProxiesFor | None = None) -> tuple[Answer, Target]:
+                            max_redirects: int, proxy_for: ProxyFor | None = None) -> tuple[Answer, Target]:
     """The final answer and the Target it came from; CrawlError(disallowed_url) for a refused hop."""
     current, hop_headers = url, dict(headers)
     with under_policy(policy):
         for _ in range(max_redirects + 1):
             target = policy.check(current)
             try:
-                if proxies_for is not None:
-                    check_proxied_target(policy, target, proxies_for(target.url))
+                if proxy_for is not None:
+                    check_proxied_target(policy, target, proxy_for(target.url))
                 answer = send(target, hop_headers)
             except AddressRefused as exc:
                 raise CrawlError(ErrorClass.DISALLOWED_URL, str(exc)) from None

@@ -13,9 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from urllib.parse import urljoin
-
-from requests.utils import requote_uri
+from urllib.parse import quote, urljoin
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.net.addresses import Address, parse_address
@@ -29,7 +27,7 @@ _CANONICAL_V4 = re.compile(r"^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _AUTHORITY_END = re.compile(r"[/?#]")
 _SUSPECT_AUTHORITY = re.compile(r"[@\\%\s]")
-# A path and query of characters requote_uri leaves as they are (no `%`, nothing to quote).
+# A path and query of characters _requote leaves as they are (no `%`, nothing to quote).
 _PLAIN_TAIL = re.compile(r"^[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]*$")
 
 
@@ -95,13 +93,32 @@ def parse_target(url: object) -> Target:
     if not tail.startswith("/"):
         tail = "/" + tail
     if not _PLAIN_TAIL.match(tail):  # the usual path needs no requoting: skip its cost
-        try:
-            tail = requote_uri(tail)
-        except Exception:  # requests raises InvalidURL for a broken escape
-            raise refuse("URL path holds a broken percent escape") from None
+        tail = _requote(tail)
     shown_host = f"[{host}]" if address is not None and address.version == 6 else host
     port_text = f":{port}" if explicit_port else ""
     return Target(f"{scheme}://{shown_host}{port_text}{tail}", scheme, host, port, address)
+
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_HEX_PAIR = re.compile(r"[0-9A-Fa-f]{2}")
+
+
+def _requote(tail: str) -> str:
+    """The path and query as requests' requote_uri writes them (the form the servers
+    saw before the media path left requests): escapes of unreserved characters
+    decoded, everything unsafe quoted, valid escapes kept. With a broken escape
+    (`%zz`) every `%` is quoted as `%25` instead, as requote_uri does."""
+    pieces = tail.split("%")
+    for index in range(1, len(pieces)):
+        pair = pieces[index][:2]
+        if not _HEX_PAIR.fullmatch(pair):
+            if pair.isalnum() and len(pair) == 2:  # requote_uri's test: a broken escape
+                return quote(tail, safe="!#$&'()*+,/:;=?@[]~")
+            pieces[index] = "%" + pieces[index]
+            continue
+        char = chr(int(pair, 16))
+        pieces[index] = (char + pieces[index][2:]) if char in _UNRESERVED else "%" + pieces[index]
+    return quote("".join(pieces), safe="!#$%&'()*+,/:;=?@[]~")
 
 
 @functools.lru_cache(maxsize=4096)

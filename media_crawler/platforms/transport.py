@@ -7,11 +7,11 @@ from urllib.parse import urlencode
 
 import requests
 import urllib3
-from requests.cookies import extract_cookies_to_jar
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import make_session
 from media_crawler.net.policy import UrlPolicy
+from media_crawler.net.proxies import proxy_for
 from media_crawler.net.redirects import get_following_redirects
 from media_crawler.platforms.base import ApiResponse
 from media_crawler.platforms.responses import header
@@ -68,7 +68,7 @@ class RequestsTransport:
         try:
             raw, target = get_following_redirects(
                 policy, full_url, dict(headers or {}), self._send, max_redirects=MAX_REDIRECTS,
-                proxies_for=self._proxies_for)
+                proxy_for=self._proxy_for)
             with raw:
                 body = _read_bounded(raw, platform, target.url)
         except CrawlError as error:
@@ -97,11 +97,13 @@ class RequestsTransport:
         settings = self.session.merge_environment_settings(target.url, {}, True, None, None)
         adapter = self.session.get_adapter(request.url)
         response = adapter.send(request, timeout=self.timeout, **settings)
-        extract_cookies_to_jar(self.session.cookies, request, response.raw)
+        # What Session.send would do: the answer's cookies (parsed by requests
+        # into response.cookies) join the session's jar for the next API call.
+        self.session.cookies.update(response.cookies)
         return response
 
-    def _proxies_for(self, target_url: str):
-        return self.session.merge_environment_settings(target_url, {}, True, None, None).get("proxies")
+    def _proxy_for(self, target_url: str) -> str | None:
+        return proxy_for(target_url, self.session.merge_environment_settings(target_url, {}, True, None, None).get("proxies"))
 
 
 def _with_params(url: str, params: Mapping[str, Any] | None) -> str:

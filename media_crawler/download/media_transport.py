@@ -1,0 +1,123 @@
+"""The media path's HTTP seam: urllib3 directly, one pinned PoolManager per runtime.
+
+A media GET needs nothing requests adds on top of urllib3: no cookie jar (the
+adapter's download_headers say exactly what the CDN gets, and cookies the API
+answers set must not ride along to media hosts), no auth or netrc credentials,
+no hooks, no Response wrapping. Reaching those through requests meant copying
+its send path out of its internals; here the media path talks to urllib3
+through `MediaTransport.request` alone.
+
+What is kept, and where:
+- every connection dials only an address the URL policy in force admitted
+  (the pinned pools of net/pinning.py), so DNS rebinding finds no window;
+- redirects are never followed here: `request` is one exchange, and
+  net/redirects.py calls it once per hop, each hop checked by the policy;
+- proxies come from the environment (net/proxies.py), and through one the
+  target is checked by net/pinning.py `check_proxied_target` before sending;
+- urllib3 never retries (http.py `NO_RETRIES`: the error taxonomy decides);
+- TLS is verified against certifi's bundle, the one requests uses by default.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Mapping
+from urllib.parse import unquote, urlsplit
+
+import certifi
+import urllib3
+from urllib3 import HTTPHeaderDict
+from urllib3.util import make_headers
+
+from media_crawler.http import NO_RETRIES, CrawlerSession, Timeouts
+from media_crawler.net.pinning import PINNED_POOL_CLASSES
+from media_crawler.net.proxies import environment_proxy
+
+# What the media path sends unless the request's own headers say otherwise
+# (urllib3 adds Host, and its own User-Agent when the adapter names none).
+DEFAULT_HEADERS = {"Accept": "*/*"}
+# Origins whose proxy choice is remembered: reading the environment for every
+# request cost more CPU than the exchange; it does not change during a crawl.
+_PROXY_CACHE_MAX = 512
+
+
+class MediaTransport:
+    """Pinned connection pools for media downloads: direct, and one set per proxy."""
+
+    def __init__(self, pool_size: int = 16) -> None:
+        self._pool_settings = {"num_pools": pool_size, "maxsize": pool_size, "retries": NO_RETRIES,
+                               "cert_reqs": "CERT_REQUIRED", "ca_certs": certifi.where()}
+        self._direct = self._pinned(urllib3.PoolManager(**self._pool_settings))
+        self._via_proxy: dict[str, urllib3.PoolManager] = {}
+        self._proxy_of_origin: dict[tuple[str, str], str | None] = {}
+        self._lock = threading.Lock()
+
+    def proxy_for(self, url: str) -> str | None:
+        """The environment's proxy for `url` (None: direct), read once per origin."""
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.netloc)
+        try:
+            return self._proxy_of_origin[key]
+        except KeyError:
+            pass
+        proxy = environment_proxy(url)
+        with self._lock:
+            if len(self._proxy_of_origin) >= _PROXY_CACHE_MAX:
+                self._proxy_of_origin.clear()
+            self._proxy_of_origin[key] = proxy
+        return proxy
+
+    def request(self, method: str, url: str, headers: Mapping[str, str], *, timeouts: Timeouts,
+                preload: bool = False) -> urllib3.BaseHTTPResponse:
+        """One exchange with `url`, redirects not followed, body not decoded.
+
+        Call it under net/pinning.py `under_policy` (net/redirects.py does):
+        outside one, the connection is refused. preload=False leaves the body
+        on the connection for the caller to stream; release_conn() hands the
+        connection back. urllib3's exceptions are raised as they are: their
+        text holds the URL, so callers report the exception's type only.
+        """
+        manager = self._manager_for(self.proxy_for(url))
+        merged = HTTPHeaderDict(DEFAULT_HEADERS)  # case-insensitive: the request's "accept" replaces ours
+        merged.update(headers)
+        return manager.urlopen(
+            method, url, headers=merged, redirect=False, retries=NO_RETRIES,
+            preload_content=preload, decode_content=False,
+            timeout=urllib3.Timeout(connect=timeouts.connect, read=timeouts.read))
+
+    def close(self) -> None:
+        with self._lock:
+            managers, self._via_proxy = [self._direct, *self._via_proxy.values()], {}
+        for manager in managers:
+            manager.clear()
+
+    def _manager_for(self, proxy: str | None) -> urllib3.PoolManager:
+        if proxy is None:
+            return self._direct
+        manager = self._via_proxy.get(proxy)
+        if manager is None:
+            with self._lock:
+                manager = self._via_proxy.get(proxy)
+                if manager is None:
+                    manager = self._via_proxy[proxy] = self._proxy_manager(proxy)
+        return manager
+
+    def _proxy_manager(self, proxy: str) -> urllib3.PoolManager:
+        # Credentials in the proxy URL go to the proxy only, as Proxy-Authorization.
+        parts = urlsplit(proxy)
+        proxy_headers = None
+        if parts.username:
+            credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+            proxy_headers = make_headers(proxy_basic_auth=credentials)
+        # An http(s) proxy only: urllib3 refuses a socks:// one (ProxySchemeUnknown,
+        # a connection_reset for that URL), as requests did without PySocks installed.
+        return self._pinned(urllib3.ProxyManager(proxy, proxy_headers=proxy_headers, **self._pool_settings))
+
+    @staticmethod
+    def _pinned(manager: urllib3.PoolManager) -> urllib3.PoolManager:
+        manager.pool_classes_by_scheme = dict(PINNED_POOL_CLASSES)
+        return manager
+
+
+def media_transport_of(session: MediaTransport | CrawlerSession) -> MediaTransport:
+    """The media transport a runtime's session carries (http.make_session), or the transport itself."""
+    return session if isinstance(session, MediaTransport) else session.media
