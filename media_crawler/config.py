@@ -103,6 +103,15 @@ def default_environment(name: str, value: str) -> None:
     os.environ.setdefault(name, value)
 
 
+# A private CA (a TLS-inspecting corporate proxy): the variables requests and curl read.
+CA_BUNDLE_ENVS = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+
+
+def ca_bundle_override() -> str | None:
+    """The CA bundle the environment names for verifying media hosts, else None (certifi's)."""
+    return next((os.environ[name] for name in CA_BUNDLE_ENVS if os.environ.get(name)), None)
+
+
 def config_path_default() -> str:
     """--config's default: $MEDIA_CRAWLER_CONFIG, else ./sources.yaml."""
     return os.environ.get(CONFIG_ENV) or "sources.yaml"

@@ -15,7 +15,8 @@ What is kept, and where:
 - proxies come from the environment (net/proxies.py), and through one the
   target is checked by net/pinning.py `check_proxied_target` before sending;
 - urllib3 never retries (http.py `NO_RETRIES`: the error taxonomy decides);
-- TLS is verified against certifi's bundle, the one requests uses by default.
+- TLS is verified against certifi's bundle, the one requests uses by default, or
+  the one REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE names (a TLS-inspecting proxy's CA).
 """
 from __future__ import annotations
 
@@ -28,13 +29,24 @@ import urllib3
 from urllib3 import HTTPHeaderDict
 from urllib3.util import make_headers
 
+from media_crawler.config import ca_bundle_override
 from media_crawler.http import NO_RETRIES, CrawlerSession, Timeouts
 from media_crawler.net.pinning import PINNED_POOL_CLASSES
 from media_crawler.net.proxies import environment_proxy
 
-# What the media path sends unless the request's own headers say otherwise
-# (urllib3 adds Host, and its own User-Agent when the adapter names none).
-DEFAULT_HEADERS = {"Accept": "*/*"}
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("media-crawler")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        return "dev"
+
+
+# What the media path sends unless the request's own headers say otherwise (urllib3
+# adds Host). A plain URL list's CDN is told who is asking; platform adapters send
+# the User-Agent their CDN expects (platforms/headers.py).
+DEFAULT_HEADERS = {"Accept": "*/*", "User-Agent": f"media-crawler/{_version()}"}
 # Origins whose proxy choice is remembered: reading the environment for every
 # request cost more CPU than the exchange; it does not change during a crawl.
 _PROXY_CACHE_MAX = 512
@@ -45,7 +57,7 @@ class MediaTransport:
 
     def __init__(self, pool_size: int = 16) -> None:
         self._pool_settings = {"num_pools": pool_size, "maxsize": pool_size, "retries": NO_RETRIES,
-                               "cert_reqs": "CERT_REQUIRED", "ca_certs": certifi.where()}
+                               "cert_reqs": "CERT_REQUIRED", "ca_certs": ca_bundle_override() or certifi.where()}
         self._direct = self._pinned(urllib3.PoolManager(**self._pool_settings))
         self._via_proxy: dict[str, urllib3.PoolManager] = {}
         self._proxy_of_origin: dict[tuple[str, str], str | None] = {}

@@ -57,6 +57,23 @@ def test_the_request_s_own_accept_replaces_the_default(server):
     assert [value for name, value in sent if name == "accept"] == ["image/*"]
 
 
+def test_a_download_without_an_adapter_user_agent_names_the_crawler(server):
+    url = server.route("/u.jpg", Reply(JPEG, content_type="image/jpeg"))
+    with get(MediaTransport(), url, headers={"Accept-Encoding": "identity"}):
+        pass
+    assert server.requests_to("/u.jpg")[0].headers["User-Agent"].startswith("media-crawler/")
+
+
+def test_the_environment_may_name_a_private_ca_bundle(monkeypatch, tmp_path):
+    from media_crawler.config import ca_bundle_override
+
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    assert ca_bundle_override() is None
+    monkeypatch.setenv("CURL_CA_BUNDLE", str(tmp_path / "corp.pem"))
+    assert ca_bundle_override() == str(tmp_path / "corp.pem")
+
+
 def test_a_session_from_make_session_downloads_through_its_media_transport(server, tmp_path):
     url = server.route("/b.jpg", Reply(JPEG, content_type="image/jpeg"))
     with make_session(pool_size=2) as session:
