@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager
 
 from media_crawler.config import CrawlConfig
-from media_crawler import errors
 from media_crawler.errors import CrawlError
 from media_crawler.http import make_session
 from media_crawler.models import DayWindow, Source
@@ -159,8 +158,7 @@ def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> StagedOutcome:
     except CrawlError as error:
         part.unlink(missing_ok=True)
         attempts = item.attempts + 1
-        retry_at = time.time() if error.policy.retryable and attempts < errors.ATTEMPTS.after_bad_bytes else None
-        failed = FailedAttempt(error, attempts, retry_at)
+        failed = FailedAttempt.of_bad_bytes(error, attempts)
         return StagedOutcome(failed, [dict(
             where, stage="verify", outcome="failed", error_class=error.error_class.value, message=error.message,
             attempt=attempts, duration_ms=(time.monotonic() - started) * 1000, bytes=result.size,

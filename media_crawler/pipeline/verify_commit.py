@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 
-from media_crawler import errors
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow
 from media_crawler.observe.events import log_item
@@ -55,8 +54,7 @@ def _verify(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
         except CrawlError as error:
             part.unlink(missing_ok=True)
             attempts = task.attempts + 1
-            retry_at = time.time() if error.policy.retryable and attempts < errors.ATTEMPTS.after_bad_bytes else None
-            failed = FailedAttempt(error, attempts, retry_at)
+            failed = FailedAttempt.of_bad_bytes(error, attempts)
             changes.append((task.id, failed))
             report.add_failure(task.canonical_url, error.error_class.value, error.message, failed.state)
             _count_unfinished(report, failed.state)

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from media_crawler import errors
 from media_crawler.errors import CrawlError
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, DOWNLOADED, RETRY_WAIT, VERIFIED
 from media_crawler.store.waits import halted_values, retry_values
@@ -81,6 +82,13 @@ class FailedAttempt:
     attempts: int
     retry_at: float | None
     failed_at: float = field(default_factory=time.time)
+
+    @classmethod
+    def of_bad_bytes(cls, error: CrawlError, attempts: int) -> "FailedAttempt":
+        """The staged bytes failed verification (the stage dropped the .part): downloaded
+        again at once while the error is retryable and bad-bytes attempts remain."""
+        retry = error.policy.retryable and attempts < errors.ATTEMPTS.after_bad_bytes
+        return cls(error, attempts, time.time() if retry else None)
 
     @property
     def state(self) -> str:
