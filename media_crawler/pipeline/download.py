@@ -296,11 +296,10 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
     task = item.task
     if item.already_stored:
         report.skipped += 1
-        transition = AlreadyCommitted(task.expected_sha256)
         log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="skipped",
                  task_id=task.id, attempt=task.attempts, duration_ms=item.duration_ms, bytes=task.expected_size,
                  reason="content already stored")
-        return transition
+        return AlreadyCommitted(task.expected_sha256)
     if item.error is None:
         result = item.result
         report.ok += 1

@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # transitions.py names the states from this module
 T = schema.tasks
 
 DISCOVERED, DOWNLOADING, DOWNLOADED, VERIFIED, COMMITTED = "discovered", "downloading", "downloaded", "verified", "committed"
-RETRY_WAIT, FAILED, GONE = "retry_wait", "failed", FinalState.GONE.value
+# A failure's final state is its error class's (errors.py): the same two words.
+RETRY_WAIT, FAILED, GONE = "retry_wait", FinalState.FAILED.value, FinalState.GONE.value
 FINISHED_STATES = (COMMITTED, GONE)
 # The variant of a row the crawler made rather than downloaded: a DASH group's
 # tracks muxed into one MP4 (pipeline/mux_tracks.py). Its blob, if lost, is made
