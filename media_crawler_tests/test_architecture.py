@@ -64,6 +64,29 @@ def test_no_function_takes_more_than_eight_parameters_but_the_listed_ones():
     assert WIDE_FUNCTIONS - wide == set(), "fixed: take it off WIDE_FUNCTIONS"
 
 
+def literal_keys(node: ast.AST) -> list[str] | None:
+    """The string keys a dict display ({...}) or a dict(...) call spells out; None for any other node."""
+    if isinstance(node, ast.Dict):
+        return [key.value for key in node.keys if isinstance(key, ast.Constant) and isinstance(key.value, str)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return [keyword.arg for keyword in node.keywords if keyword.arg]
+    return None
+
+
+def test_only_the_store_spells_ledger_rows():
+    # A dict whose keys are all mc_tasks columns is a ledger row (or part of one) in the
+    # making: outside store/ a stage names a transition (store/transitions.py) instead.
+    # The row id alone is no row: {"id": ...} is also an API's parameter or a feed's field.
+    from media_crawler.store.schema import tasks
+
+    columns = {column.name for column in tasks.columns}
+    row_id = {column.name for column in tasks.primary_key}
+    spelled = [f"{name}:{node.lineno} {sorted(keys)}" for name, tree in modules() if not name.startswith("store/")
+               for node in ast.walk(tree) if (keys := literal_keys(node))
+               and set(keys) <= columns and set(keys) - row_id]
+    assert spelled == [], "name the move as a transition in media_crawler/store/transitions.py"
+
+
 def test_the_environment_is_read_in_config_and_cli_only():
     readers = []
     for name, tree in modules():

@@ -77,7 +77,7 @@ def _store_snapshot(store: Path) -> dict[str, int]:
 
 def _print_summary(home, dagster_home, config_path, log_path, outcome, before, after) -> None:
     from media_crawler.config import load_config
-    from media_crawler.store.ledger import Ledger
+    from media_crawler.store.ledger import COMMITTED, Ledger
     from media_crawler.store.reports.reads import failure_counts_by_class, totals_by_platform_kind_state
 
     ledger = Ledger(load_config(config_path).ledger_url)
@@ -85,7 +85,7 @@ def _print_summary(home, dagster_home, config_path, log_path, outcome, before, a
     failures = failure_counts_by_class(ledger)
     committed = Counter()
     for platform, kind, state, count, _size in rows:
-        if state == "committed":
+        if state == COMMITTED:
             committed[(platform, kind)] += count
     new_blobs = len(set(after) - set(before))
     new_bytes = sum(after[name] for name in set(after) - set(before))

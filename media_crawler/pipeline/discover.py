@@ -13,7 +13,7 @@ from media_crawler.observe.events import log_item
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.crashpoints import AFTER_DISCOVERY_BATCH, crash_point
-from media_crawler.store.ledger import FINISHED_STATES
+from media_crawler.store.ledger import FINISHED_STATES, GONE
 from media_crawler.store.reports.reads import rows_by_identity
 from media_crawler.store.source_state import finished_feeds, mark_feed_finished, open_feed_error_since
 
@@ -130,7 +130,7 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
         for item in adapter.iter_records(source, window, runtime.ledger):
             if isinstance(item, ItemError):
                 item_errors.append(item)
-                report.add_failure(item.item_id or source.key, item.error_class, item.message, "gone")
+                report.add_failure(item.item_id or source.key, item.error_class, item.message, GONE)
                 log_item(stage="fetch", platform=source.platform, canonical_url=item.item_id or "",
                          outcome="failed", error_class=item.error_class, message=item.message, source=source.key,
                          day=day)

@@ -26,7 +26,6 @@ from media_crawler.errors import CrawlError, ErrorClass, policy_for
 from media_crawler.models import DayWindow, Lease
 from media_crawler.observe.events import correlation, current_correlation, log_item
 from media_crawler.observe.progress import LogSink, Progress
-from media_crawler.store.waits import halted_values, retry_values
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, source_keys
@@ -36,7 +35,10 @@ from media_crawler.recovery.leases import LeaseHeartbeat, release_dead_leases
 from media_crawler.recovery.liveness import lease_owner
 from media_crawler.recovery.outage import OutageBreaker
 from media_crawler.recovery.staging import remove_committed_staging
-from media_crawler.store.ledger import COMMITTED, DISCOVERED, Ledger, Task
+from media_crawler.store.ledger import GONE, Task
+from media_crawler.store.transitions import (
+    AlreadyCommitted, Downloaded, DownloadFailed, FailedAttempt, HandedBack, Then, Transition,
+)
 
 LEASE_S = 120.0
 # Rows one claim of a download step leases (the step claims again when a batch is done).
@@ -60,8 +62,8 @@ class ItemOutcome:
     already_stored: bool = False
     validator: str | None = None  # resume validator of a partial .part, kept for the next run
     # What an `after_download` continuation did with the staged file (fetch-urls
-    # verifies and commits in the worker): `.values` overlay the downloaded row,
-    # `.emit()` logs its stage lines after the download line.
+    # verifies and commits in the worker): `.transition` follows the download in the
+    # same ledger write, `.emit()` logs its stage lines after the download line.
     follow_up: Any = None
 
 
@@ -191,9 +193,8 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
             item = ItemOutcome(outcome.item, None, error, outcome.item.attempts + 1, time.time(), 0.0)
         else:
             item = outcome.result
-        task_id, _, values = _record(report, item, step.halted)
         # Guarded by our lease: if it was taken over, the new holder's result wins.
-        pending_changes.append((task_id, step.owner, values))
+        pending_changes.append((item.task.id, step.owner, _record(report, item, step.halted)))
         progress.advance(bytes=item.result.bytes_received if item.result else 0)
         if len(pending_changes) >= FLUSH_EVERY or time.monotonic() - last_flush > FLUSH_AFTER_S:
             runtime.ledger.apply(pending_changes)
@@ -290,17 +291,15 @@ def _download_one(runtime: Runtime, task: Task, step: _BatchContext) -> ItemOutc
                        validator=attempts["validator"])
 
 
-def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError]):
-    """Turn one item's outcome into its ledger change and its log line."""
+def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError]) -> Transition:
+    """Turn one item's outcome into its ledger transition and its log line."""
     task = item.task
     if item.already_stored:
         report.skipped += 1
-        values = {"state": COMMITTED, "sha256": task.expected_sha256, "committed_at": time.time(),
-                  "lease_owner": None, "lease_expires_at": None}
         log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="skipped",
                  task_id=task.id, attempt=task.attempts, duration_ms=item.duration_ms, bytes=task.expected_size,
                  reason="content already stored")
-        return (task.id, None, values)
+        return AlreadyCommitted(task.expected_sha256)
     if item.error is None:
         result = item.result
         report.ok += 1
@@ -309,12 +308,11 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
         log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="ok",
                  task_id=task.id, attempt=item.attempts, duration_ms=item.duration_ms,
                  bytes=result.size, bytes_received=result.bytes_received, resumed_from=result.resumed_from or None)
-        values = {**Ledger.downloaded(result.sha256, result.size, result.validator, item.started_at),
-                  "attempts": item.attempts}
-        if item.follow_up is not None:
-            values.update(item.follow_up.values)
-            item.follow_up.emit()
-        return (task.id, None, values)
+        downloaded = Downloaded(result.sha256, result.size, result.validator, item.started_at, item.attempts)
+        if item.follow_up is None:
+            return downloaded
+        item.follow_up.emit()
+        return Then(downloaded, item.follow_up.transition)
     error = item.error
     if task.platform in halted and error is halted[task.platform] and item.duration_ms == 0.0:
         # Not attempted: the platform (or the disk) stopped this run. Hand it back untouched.
@@ -322,21 +320,19 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
         log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="deferred",
                  task_id=task.id, attempt=task.attempts, duration_ms=0.0, error_class=error.error_class.value,
                  reason="platform halted in this run")
-        return (task.id, None, {"state": DISCOVERED, "lease_owner": None, "lease_expires_at": None,
-                                **halted_values(error)})
+        return HandedBack(error)
     retry_at = None
     if error.policy.retryable and item.attempts < errors.ATTEMPTS.per_item:
         delay = policy_for(error.error_class).backoff(item.attempts, error.retry_after)
         retry_at = time.time() + min(CROSS_RUN_BACKOFF_CAP_S, max(delay, 2.0 ** min(item.attempts, 10)))
-    values = {**Ledger.failed(error, item.attempts, retry_at), "etag": item.validator}
-    values.update(retry_values(error, values))
-    report.add_failure(task.canonical_url, error.error_class.value, error.message, values["state"])
-    if values["state"] == "gone":
+    failed = DownloadFailed(FailedAttempt(error, item.attempts, retry_at), validator=item.validator)
+    report.add_failure(task.canonical_url, error.error_class.value, error.message, failed.state)
+    if failed.state == GONE:
         report.gone += 1
     else:
         report.still_unfinished += 1
     log_item(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="failed",
              task_id=task.id, attempt=item.attempts, error_class=error.error_class.value,
-             platform_code=error.platform_code, final_state=values["state"], message=error.message,
+             platform_code=error.platform_code, final_state=failed.state, message=error.message,
              duration_ms=item.duration_ms)
-    return (task.id, None, values)
+    return failed

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager
 
 from media_crawler.config import CrawlConfig
-from media_crawler import errors
 from media_crawler.errors import CrawlError
 from media_crawler.http import make_session
 from media_crawler.models import DayWindow, Source
@@ -33,7 +32,8 @@ from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.shard_processes import ShardProcesses
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
 from media_crawler.crashpoints import AFTER_LINK_BEFORE_LEDGER, AFTER_VERIFY, crash_point
-from media_crawler.store.ledger import CLAIM_LIMIT, COMMITTED, FINISHED_STATES, Ledger
+from media_crawler.store.ledger import CLAIM_LIMIT, FINISHED_STATES
+from media_crawler.store.transitions import Committed, FailedAttempt, Then, Transition, Verified
 from media_crawler.verify.verify import verify_file
 
 
@@ -122,10 +122,10 @@ def _download_pass(runtime: Runtime, source: Source, threads: int, shard: tuple[
 
 @dataclass
 class StagedOutcome:
-    """Verify and commit of one freshly downloaded item: the ledger values that
-    overlay its `downloaded` row, and the stage lines to log after the download line."""
+    """Verify and commit of one freshly downloaded item: the ledger transition that
+    follows its download in the same write, and the stage lines to log after the download line."""
 
-    values: dict[str, Any]
+    transition: Transition
     lines: list[dict[str, Any]]
 
     def emit(self) -> None:
@@ -158,13 +158,12 @@ def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> StagedOutcome:
     except CrawlError as error:
         part.unlink(missing_ok=True)
         attempts = item.attempts + 1
-        retry_at = time.time() if error.policy.retryable and attempts < errors.ATTEMPTS.after_bad_bytes else None
-        values = Ledger.failed(error, attempts, retry_at)
-        return StagedOutcome(values, [dict(
+        failed = FailedAttempt.of_bad_bytes(error, attempts)
+        return StagedOutcome(failed, [dict(
             where, stage="verify", outcome="failed", error_class=error.error_class.value, message=error.message,
             attempt=attempts, duration_ms=(time.monotonic() - started) * 1000, bytes=result.size,
-            final_state=values["state"])])
-    verified_at = time.time()
+            final_state=failed.state)])
+    verified = Verified()
     lines = [dict(where, stage="verify", outcome="ok", attempt=item.attempts,
                   duration_ms=(time.monotonic() - started) * 1000, bytes=result.size)]
     crash_point(AFTER_VERIFY)
@@ -172,16 +171,14 @@ def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> StagedOutcome:
     try:
         stored = runtime.store.commit(part, result.sha256, verify_hash=False, synced=True, size=result.size)
     except CrawlError as error:
-        values = {"verified_at": verified_at, **Ledger.failed(error, item.attempts + 1, None)}
+        failed = FailedAttempt(error, item.attempts + 1, None)
         lines.append(dict(where, stage="commit", outcome="failed", error_class=error.error_class.value,
                           message=error.message, attempt=item.attempts + 1,
                           duration_ms=(time.monotonic() - started) * 1000, bytes=result.size,
-                          final_state=values["state"]))
-        return StagedOutcome(values, lines)
+                          final_state=failed.state))
+        return StagedOutcome(Then(verified, failed), lines)
     crash_point(AFTER_LINK_BEFORE_LEDGER)  # the next run finds the blob and only updates the row
     lines.append(dict(where, stage="commit", outcome="ok", attempt=item.attempts, sha256=result.sha256,
                       bytes=stored.size, deduplicated=not stored.created,
                       duration_ms=(time.monotonic() - started) * 1000))
-    values = {"state": COMMITTED, "verified_at": verified_at, "committed_at": time.time(), "error_class": None,
-              "error_code": None, "error_message": None}
-    return StagedOutcome(values, lines)
+    return StagedOutcome(Then(verified, Committed()), lines)

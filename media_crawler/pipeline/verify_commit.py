@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 
-from media_crawler import errors
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow
 from media_crawler.observe.events import log_item
@@ -19,10 +18,10 @@ from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.crashpoints import AFTER_COMMIT_LEDGER, AFTER_LINK_BEFORE_LEDGER, AFTER_VERIFY, crash_point
 from media_crawler.recovery.leases import LeaseKeeper, claim_in_state
-from media_crawler.store.leases import release_values
 from media_crawler.recovery.liveness import lease_owner
 from media_crawler.verify.verify import verify_file
-from media_crawler.store.ledger import DISCOVERED, DOWNLOADED, VERIFIED, Ledger, Task
+from media_crawler.store.ledger import DISCOVERED, DOWNLOADED, GONE, VERIFIED, Ledger, Task
+from media_crawler.store.transitions import Committed, FailedAttempt, Released, StagingLost, Verified
 
 
 
@@ -44,7 +43,7 @@ def _verify(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
         started = time.monotonic()
         if not part.exists():
             # The staged bytes vanished (reconcile, a crash before fsync): download again.
-            changes.append((task.id, None, {"state": DISCOVERED, "sha256": None, "size": None}))
+            changes.append((task.id, StagingLost()))
             report.add_failure(task.canonical_url, "storage_error", "staged file missing; re-queued", DISCOVERED)
             _log_requeued("verify", task)
             continue
@@ -55,20 +54,19 @@ def _verify(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
         except CrawlError as error:
             part.unlink(missing_ok=True)
             attempts = task.attempts + 1
-            retry_at = time.time() if error.policy.retryable and attempts < errors.ATTEMPTS.after_bad_bytes else None
-            values = Ledger.failed(error, attempts, retry_at)
-            changes.append((task.id, None, values))
-            report.add_failure(task.canonical_url, error.error_class.value, error.message, values["state"])
-            _count_unfinished(report, values["state"])
+            failed = FailedAttempt.of_bad_bytes(error, attempts)
+            changes.append((task.id, failed))
+            report.add_failure(task.canonical_url, error.error_class.value, error.message, failed.state)
+            _count_unfinished(report, failed.state)
             log_item(stage="verify", platform=task.platform, canonical_url=task.canonical_url, outcome="failed",
                      error_class=error.error_class.value, message=error.message, task_id=task.id,
                      attempt=attempts, duration_ms=(time.monotonic() - started) * 1000, bytes=task.size,
-                     final_state=values["state"])
+                     final_state=failed.state)
             continue
         duration = (time.monotonic() - started) * 1000
         report.ok += 1
         report.durations_ms.append(duration)
-        changes.append((task.id, None, {"state": VERIFIED, "verified_at": time.time()}))
+        changes.append((task.id, Verified()))
         log_item(stage="verify", platform=task.platform, canonical_url=task.canonical_url, outcome="ok",
                  task_id=task.id, attempt=task.attempts, duration_ms=duration, bytes=task.size)
     return report, changes
@@ -95,21 +93,21 @@ def _commit(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
             if not task.sha256:
                 raise CrawlError(ErrorClass.STORAGE_ERROR, "verified row without a sha256")
             if not part.exists() and not runtime.store.has(task.sha256):
-                changes.append((task.id, None, {"state": DISCOVERED, "sha256": None, "size": None}))
+                changes.append((task.id, StagingLost()))
                 report.add_failure(task.canonical_url, "storage_error", "staged file missing; re-queued", DISCOVERED)
                 _log_requeued("commit", task)
                 continue
             result = runtime.store.commit(part, task.sha256)
             crash_point(AFTER_LINK_BEFORE_LEDGER)  # the next run finds the blob and only updates the row
         except CrawlError as error:
-            values = Ledger.failed(error, task.attempts + 1, None)
-            changes.append((task.id, None, values))
-            report.add_failure(task.canonical_url, error.error_class.value, error.message, values["state"])
-            _count_unfinished(report, values["state"])
+            failed = FailedAttempt(error, task.attempts + 1, None)
+            changes.append((task.id, failed))
+            report.add_failure(task.canonical_url, error.error_class.value, error.message, failed.state)
+            _count_unfinished(report, failed.state)
             log_item(stage="commit", platform=task.platform, canonical_url=task.canonical_url, outcome="failed",
                      error_class=error.error_class.value, message=error.message, task_id=task.id,
                      attempt=task.attempts + 1, duration_ms=(time.monotonic() - started) * 1000, bytes=task.size,
-                     final_state=values["state"])
+                     final_state=failed.state)
             if error.policy.stops_admission:
                 break  # disk full or failing: stop touching the store
             continue
@@ -120,8 +118,7 @@ def _commit(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
             report.bytes += result.size
         else:
             report.extra["items_deduplicated"] = report.extra.get("items_deduplicated", 0) + 1
-        changes.append((task.id, None, {"state": "committed", "committed_at": time.time(), "error_class": None,
-                                        "error_code": None, "error_message": None}))
+        changes.append((task.id, Committed()))
         log_item(stage="commit", platform=task.platform, canonical_url=task.canonical_url, outcome="ok",
                  task_id=task.id, attempt=task.attempts, sha256=task.sha256, bytes=result.size,
                  deduplicated=not result.created, duration_ms=duration)
@@ -134,12 +131,12 @@ def _claim(ledger: Ledger, source: Sources, window: DayWindow | None, state: str
 
 
 def _apply_as(ledger: Ledger, owner: str, changes: list) -> None:
-    """Apply the stage's transitions only where `owner` still holds the lease, and end it."""
-    ledger.apply([(task_id, owner, {**values, **release_values()}) for task_id, _owner, values in changes])
+    """Apply the stage's (task_id, transition) moves only where `owner` still holds the lease, and end it."""
+    ledger.apply([(task_id, owner, Released(transition)) for task_id, transition in changes])
 
 
 def _count_unfinished(report: StageReport, state: str) -> None:
-    if state == "gone":
+    if state == GONE:
         report.gone += 1
     else:
         report.still_unfinished += 1

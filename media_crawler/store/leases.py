@@ -20,11 +20,6 @@ from media_crawler.store.ledger import DISCOVERED, DOWNLOADING, Ledger, SourceSc
 _CHUNK = 500  # ids per IN (...) list: far below SQLite's variable limit
 
 
-def release_values() -> dict:
-    """Ledger values that end a stage lease (merge into the row's transition)."""
-    return {"lease_owner": None, "lease_expires_at": None}
-
-
 def latest_expiry_by_owner(ledger: Ledger) -> dict[str, float]:
     """lease owner -> the latest expiry among the rows it holds (0.0 for none recorded).
 

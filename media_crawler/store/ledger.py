@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
 
 from sqlalchemy import and_, bindparam, func, or_, select, update
 
@@ -20,10 +20,14 @@ from media_crawler.scrub import mask_secrets, scrub_text, scrub_url
 from media_crawler.store import schema
 from media_crawler.store.database import get_engine, lock_ids_in_order, lock_rows_in_id_order, migrate
 
+if TYPE_CHECKING:  # transitions.py names the states from this module
+    from media_crawler.store.transitions import Transition
+
 T = schema.tasks
 
 DISCOVERED, DOWNLOADING, DOWNLOADED, VERIFIED, COMMITTED = "discovered", "downloading", "downloaded", "verified", "committed"
-RETRY_WAIT, FAILED, GONE = "retry_wait", "failed", FinalState.GONE.value
+# A failure's final state is its error class's (errors.py): the same two words.
+RETRY_WAIT, FAILED, GONE = "retry_wait", FinalState.FAILED.value, FinalState.GONE.value
 FINISHED_STATES = (COMMITTED, GONE)
 # The variant of a row the crawler made rather than downloaded: a DASH group's
 # tracks muxed into one MP4 (pipeline/mux_tracks.py). Its blob, if lost, is made
@@ -253,13 +257,13 @@ class Ledger:
                 lease_expires_at=now + lease_s)).rowcount
 
     # -- stage transitions (batched) ----------------------------------------
-    def apply(self, changes: Iterable[tuple[int, str | None, Mapping[str, Any]]]) -> int:
-        """Apply many (task_id, expected_owner_or_None, values) updates in one
-        transaction. A row whose lease moved to another owner is left alone:
-        the other owner's result wins, so two runs never both advance it."""
+    def apply(self, changes: Iterable[tuple[int, str | None, "Transition"]]) -> int:
+        """Apply many (task_id, expected_owner_or_None, transition) moves in one
+        transaction (store/transitions.py). A row whose lease moved to another owner
+        is left alone: the other owner's result wins, so two runs never both advance it."""
         changed = 0
         now = time.time()
-        changes = list(changes)
+        changes = [(task_id, owner, transition.columns()) for task_id, owner, transition in changes]
         half = len(changes) // 2
         with self.engine.begin() as conn:
             lock_ids_in_order(conn, T, (task_id for task_id, _owner, _values in changes))
@@ -270,26 +274,6 @@ class Ledger:
                 crash_point(MID_LEDGER_BATCH)  # recovery tests: the transaction must roll back whole
             changed += _update_many(conn, changes[half:], now)
         return changed
-
-    @staticmethod
-    def downloaded(sha256: str, size: int, etag: str | None, started_at: float) -> dict[str, Any]:
-        now = time.time()
-        return {"state": DOWNLOADED, "sha256": sha256, "size": size, "etag": etag, "started_at": started_at,
-                "finished_at": now, "lease_owner": None, "lease_expires_at": None, "error_class": None,
-                "error_code": None, "error_message": None}
-
-    @staticmethod
-    def failed(error: CrawlError, attempts: int, retry_at: float | None) -> dict[str, Any]:
-        """Values for a failed attempt: retry_wait while retryable, else the class's final state."""
-        policy = error.policy
-        if policy.retryable and retry_at is not None:
-            state = RETRY_WAIT
-        else:
-            state = policy.final_state.value
-        return {"state": state, "attempts": attempts, "next_attempt_at": retry_at if state == RETRY_WAIT else None,
-                "error_class": error.error_class.value, "error_code": error.platform_code,
-                "error_message": error.message[:2000], "lease_owner": None, "lease_expires_at": None,
-                "failed_at": time.time()}
 
     def tasks(self, *, source_key: SourceScope = None, day: str | None = None, states: Sequence[str] | None = None,
               limit: int | None = None) -> list[Task]:

@@ -1,7 +1,8 @@
 """Why an unfinished item waits: one reason per row, from the ledger's timestamps.
 
 Most reasons follow from a row's state and stamps alone; two need the stage to
-say so, and it does where the item starts waiting (pipeline/download.py):
+say so, and it does where the item starts waiting (pipeline/download.py, through
+the transitions of store/transitions.py):
 
 - a retryable failure puts the row in `retry_wait` until `next_attempt_at`;
   `retry_values()` adds the reason, since when, its error class and the
@@ -71,10 +72,8 @@ def halted_values(error: CrawlError, now: float | None = None) -> dict[str, Any]
             "wait_cause": error.error_class.value}
 
 
-def retry_values(error: CrawlError, values: dict[str, Any]) -> dict[str, Any]:
-    """Ledger values to add to a failed attempt's `values` (Ledger.failed): a row going
-    to retry_wait waits out its backoff, with the server's Retry-After when it sent one."""
-    if values.get("state") != "retry_wait":
-        return {}
-    return {"wait_reason": RETRY_BACKOFF, "wait_since": values.get("failed_at") or time.time(),
-            "wait_cause": error.error_class.value, "retry_after_s": error.retry_after}
+def retry_values(error: CrawlError, failed_at: float) -> dict[str, Any]:
+    """Ledger values for a failed download attempt going to retry_wait (transitions.DownloadFailed):
+    it waits out its backoff, with the server's Retry-After when it sent one."""
+    return {"wait_reason": RETRY_BACKOFF, "wait_since": failed_at, "wait_cause": error.error_class.value,
+            "retry_after_s": error.retry_after}

@@ -13,6 +13,7 @@ from media_crawler.store.reports import delays, platform_signals, waiting
 from media_crawler.store import schema
 from media_crawler.store.database import dispose_engines, migrate
 from media_crawler.store.ledger import Ledger
+from media_crawler.store.transitions import DownloadFailed, FailedAttempt, HandedBack
 
 NOW = 1_800_000_000.0
 PLATFORMS = ("bilibili", "weibo", "facebook", "urls")
@@ -97,18 +98,19 @@ def test_a_drained_budget_binds_only_while_workers_draw_on_it(empty_ledger):
     assert set(binding) == {"weibo"} and binding["weibo"]["drained"] and binding["weibo"]["slowed_until"] is None
 
 
-def test_the_stage_values_say_why_a_handed_back_or_retried_item_waits():
+def test_the_stage_transitions_say_why_a_handed_back_or_retried_item_waits():
     down = CrawlError(ErrorClass.HTTP_5XX, "500")
     assert waits.halted_values(down, now=NOW) == {"wait_reason": "platform_halted", "wait_since": NOW,
                                                   "wait_cause": "http_5xx"}
-    assert waits.halted_values(CrawlError(ErrorClass.AUTH, "401"), now=NOW)["wait_reason"] == "platform_halted"
-    assert waits.halted_values(CrawlError(ErrorClass.DISK_FULL, "full"), now=NOW)["wait_reason"] == "disk_guard"
+    assert HandedBack(down, at=NOW).columns()["wait_reason"] == "platform_halted"
+    assert HandedBack(CrawlError(ErrorClass.AUTH, "401"), at=NOW).columns()["wait_reason"] == "platform_halted"
+    assert HandedBack(CrawlError(ErrorClass.DISK_FULL, "full"), at=NOW).columns()["wait_reason"] == "disk_guard"
     limited = CrawlError(ErrorClass.RATE_LIMITED, "429", retry_after=42.0)
-    values = Ledger.failed(limited, attempts=1, retry_at=NOW + 42)
-    assert waits.retry_values(limited, values) == {"wait_reason": "retry_backoff", "wait_since": values["failed_at"],
-                                                   "wait_cause": "rate_limited", "retry_after_s": 42.0}
+    retried = DownloadFailed(FailedAttempt(limited, attempts=1, retry_at=NOW + 42, failed_at=NOW), validator=None)
+    assert retried.columns().items() >= {"wait_reason": "retry_backoff", "wait_since": NOW,
+                                         "wait_cause": "rate_limited", "retry_after_s": 42.0}.items()
     gone = CrawlError(ErrorClass.NOT_FOUND, "404")
-    assert waits.retry_values(gone, Ledger.failed(gone, attempts=1, retry_at=None)) == {}
+    assert "wait_reason" not in DownloadFailed(FailedAttempt(gone, attempts=1, retry_at=None), validator=None).columns()
 
 
 def failures(conn, platform, times, **columns):
@@ -225,7 +227,7 @@ def test_a_version_2_ledger_gets_the_wait_columns_and_keeps_its_rows(tmp_path, p
             ledger = Ledger(url)
             assert [task.item_id for task in ledger.tasks()] == ["old"]
             task = ledger.tasks()[0]
-            ledger.apply([(task.id, None, waits.halted_values(CrawlError(ErrorClass.HTTP_5XX, "x"), now=NOW))])
+            ledger.apply([(task.id, None, HandedBack(CrawlError(ErrorClass.HTTP_5XX, "x"), at=NOW))])
             rows = waiting.waiting(ledger.engine, NOW)
             assert [(r["reason"], r["cause"]) for r in rows] == [("platform_halted", "http_5xx")]
         finally:

@@ -12,6 +12,7 @@ from media_crawler.models import Lease, MediaRecord
 from media_crawler.store import schema
 from media_crawler.store.database import dispose_engines, get_engine, migrate
 from media_crawler.store.ledger import DISCOVERED, DOWNLOADING, Ledger
+from media_crawler_tests.ledger_columns import columns
 from media_crawler_tests.store.test_migrations import make_version_1_ledger
 
 
@@ -139,8 +140,8 @@ def test_batches_touching_the_same_rows_in_opposite_orders_do_not_deadlock(fresh
     ledger = Ledger(fresh_url)
     ledger.record_discovered([record(n) for n in range(40)], source_key="s", day="d")
     ids = [task.id for task in ledger.tasks()]
-    in_lockstep(lambda n: ledger.apply([(task_id, None, {"attempts": n}) for task_id in ids]),
-                lambda n: ledger.apply([(task_id, None, {"attempts": n}) for task_id in reversed(ids)]))
+    in_lockstep(lambda n: ledger.apply([(task_id, None, columns(attempts=n)) for task_id in ids]),
+                lambda n: ledger.apply([(task_id, None, columns(attempts=n)) for task_id in reversed(ids)]))
 
 
 def test_discovery_and_a_download_batch_over_the_same_rows_do_not_deadlock(fresh_url):
@@ -151,7 +152,7 @@ def test_discovery_and_a_download_batch_over_the_same_rows_do_not_deadlock(fresh
     ledger.record_discovered(records, source_key="s", day="d")
     ids = [task.id for task in ledger.tasks()]
     in_lockstep(lambda n: ledger.record_discovered(list(reversed(records)), source_key="s", day="d2"),
-                lambda n: ledger.apply([(task_id, None, {"attempts": n}) for task_id in ids]))
+                lambda n: ledger.apply([(task_id, None, columns(attempts=n)) for task_id in ids]))
 
 
 def _index_validity(engine) -> dict[str, bool]:

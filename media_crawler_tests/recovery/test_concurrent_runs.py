@@ -12,6 +12,7 @@ from media_crawler.recovery.liveness import lease_owner
 from media_crawler.sim.app import Behaviour
 from media_crawler.sim.server import Simulator
 from media_crawler.store.ledger import Ledger
+from media_crawler_tests.ledger_columns import columns
 from media_crawler_tests.recovery.crawl_worker import crawl
 from media_crawler_tests.recovery.support import ForkServer, assert_converged, partition_truth, write_recovery_config
 
@@ -77,8 +78,8 @@ def test_stage_leases_split_rows_and_ignore_a_former_holders_result(crawl_home, 
     taken = claim_in_state(ledger, "downloaded", source_key=source.key, day="2026-11-26", owner=first)
     assert taken and not claim_in_state(ledger, "downloaded", source_key=source.key, day="2026-11-26", owner=second)
     # The first holder's lease expires; the second takes the rows; the first's late result is ignored.
-    ledger.apply([(task.id, first, {"lease_expires_at": time.time() - 1}) for task in taken])
+    ledger.apply([(task.id, first, columns(lease_expires_at=time.time() - 1)) for task in taken])
     retaken = claim_in_state(ledger, "downloaded", source_key=source.key, day="2026-11-26", owner=second)
     assert {t.id for t in retaken} == {t.id for t in taken}
-    assert ledger.apply([(task.id, first, {"state": "discovered"}) for task in taken]) == 0
+    assert ledger.apply([(task.id, first, columns(state="discovered")) for task in taken]) == 0
     assert {t.state for t in ledger.tasks(source_key=source.key, day="2026-11-26")} == {"downloaded"}

@@ -6,6 +6,8 @@ import pytest
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import Lease, MediaRecord
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, DOWNLOADING, GONE, RETRY_WAIT, Ledger
+from media_crawler.store.transitions import Downloaded, FailedAttempt
+from media_crawler_tests.ledger_columns import columns
 
 
 def record(n: int, platform="urls") -> MediaRecord:
@@ -22,7 +24,7 @@ def test_seen_set_skips_committed_and_gone_items(ledger):
     first = ledger.record_discovered([record(1), record(2), record(3)], source_key="s", day="2026-11-25")
     assert first.new == 3
     tasks = ledger.tasks(source_key="s", day="2026-11-25")
-    ledger.apply([(tasks[0].id, None, {"state": COMMITTED}), (tasks[1].id, None, {"state": GONE})])
+    ledger.apply([(tasks[0].id, None, columns(state=COMMITTED)), (tasks[1].id, None, columns(state=GONE))])
     again = ledger.record_discovered([record(1), record(2), record(3), record(4)], source_key="s", day="2026-11-25")
     assert (again.new, again.skipped_seen, again.in_progress) == (1, 2, 1)
 
@@ -30,7 +32,7 @@ def test_seen_set_skips_committed_and_gone_items(ledger):
 def test_a_failed_item_is_requeued_by_a_new_discovery(ledger):
     ledger.record_discovered([record(1)], source_key="s", day="d")
     task = ledger.tasks()[0]
-    ledger.apply([(task.id, None, Ledger.failed(CrawlError(ErrorClass.HTTP_5XX, "boom"), 5, None))])
+    ledger.apply([(task.id, None, FailedAttempt(CrawlError(ErrorClass.HTTP_5XX, "boom"), 5, None))])
     assert ledger.tasks()[0].state == "failed"
     summary = ledger.record_discovered([record(1)], source_key="s", day="d")
     assert summary.requeued == 1 and ledger.tasks()[0].state == DISCOVERED and ledger.tasks()[0].attempts == 0
@@ -49,15 +51,15 @@ def test_expired_leases_are_reclaimed_and_the_old_owner_cannot_write(ledger):
     [task] = ledger.claim(source_key="s", day="d", lease=Lease("dead", -1))
     [again] = ledger.claim(source_key="s", day="d", lease=Lease("alive", 60))
     assert again.id == task.id
-    assert ledger.apply([(task.id, "dead", {"state": COMMITTED})]) == 0
-    assert ledger.apply([(task.id, "alive", Ledger.downloaded("ab" * 32, 10, None, time.time()))]) == 1
+    assert ledger.apply([(task.id, "dead", columns(state=COMMITTED))]) == 0
+    assert ledger.apply([(task.id, "alive", Downloaded("ab" * 32, 10, None, time.time(), attempts=1))]) == 1
 
 
 def test_retry_wait_respects_next_attempt_time(ledger):
     ledger.record_discovered([record(1)], source_key="s", day="d")
     [task] = ledger.claim(source_key="s", day="d", lease=Lease("a", 60))
     error = CrawlError(ErrorClass.RATE_LIMITED, "429", retry_after=30)
-    ledger.apply([(task.id, "a", Ledger.failed(error, 1, time.time() + 30))])
+    ledger.apply([(task.id, "a", FailedAttempt(error, 1, time.time() + 30))])
     assert ledger.tasks()[0].state == RETRY_WAIT
     assert ledger.claim(source_key="s", day="d", lease=Lease("b", 60)) == []
     assert len(ledger.claim(source_key="s", day="d", lease=Lease("b", 60), ignore_backoff=True)) == 1
@@ -66,7 +68,7 @@ def test_retry_wait_respects_next_attempt_time(ledger):
 def test_permanent_errors_end_gone(ledger):
     ledger.record_discovered([record(1)], source_key="s", day="d")
     task = ledger.tasks()[0]
-    ledger.apply([(task.id, None, Ledger.failed(CrawlError(ErrorClass.NOT_FOUND, "404"), 1, time.time()))])
+    ledger.apply([(task.id, None, FailedAttempt(CrawlError(ErrorClass.NOT_FOUND, "404"), 1, time.time()))])
     assert ledger.tasks()[0].state == GONE
 
 

@@ -11,6 +11,8 @@ from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import Lease, MediaRecord
 from media_crawler.store import schema
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, DOWNLOADED, FAILED, GONE, Ledger
+from media_crawler.store.transitions import Downloaded, FailedAttempt
+from media_crawler_tests.ledger_columns import columns
 
 
 def record(n: int, url: str | None = None) -> MediaRecord:
@@ -28,7 +30,7 @@ def ledger(request, tmp_path):
 def test_insert_if_absent_inserts_only_new_identities_and_leaves_existing_rows_alone(ledger):
     assert [r.item_id for r in ledger.insert_if_absent([record(1), record(2)], source_key="s", day="d")] == ["id1", "id2"]
     [first, _] = ledger.tasks()
-    ledger.apply([(first.id, None, {"state": COMMITTED})])
+    ledger.apply([(first.id, None, columns(state=COMMITTED))])
 
     again = ledger.insert_if_absent([record(1, url="https://cdn.example.org/new.jpg"), record(2), record(3)],
                                     source_key="s", day="d2", run_id="r2")
@@ -47,8 +49,8 @@ def test_record_discovered_counts_a_large_mixed_batch_like_one_row_at_a_time(led
     assert len(tasks) == 1200 and {t.state for t in tasks} == {DISCOVERED}
     by_item = {t.item_id: t for t in tasks}
     boom = CrawlError(ErrorClass.HTTP_5XX, "boom")
-    ledger.apply([(by_item["id0"].id, None, {"state": COMMITTED}), (by_item["id1"].id, None, {"state": GONE}),
-                  (by_item["id2"].id, None, Ledger.failed(boom, 5, None))])
+    ledger.apply([(by_item["id0"].id, None, columns(state=COMMITTED)), (by_item["id1"].id, None, columns(state=GONE)),
+                  (by_item["id2"].id, None, FailedAttempt(boom, 5, None))])
 
     batch = [record(n) for n in range(1300)] + [record(5, url="https://cdn.example.org/moved.jpg"), record(1250)]
     again = ledger.record_discovered(batch, source_key="s", day="d")
@@ -67,10 +69,10 @@ def test_apply_writes_many_shapes_in_order_and_respects_lease_owners(ledger):
     mine = ledger.claim(source_key="s", day="d", lease=Lease("a", 60), limit=6)
     theirs = ledger.claim(source_key="s", day="d", lease=Lease("b", 60))
     now = time.time()
-    changes = [(task.id, "a", Ledger.downloaded("ab" * 32, 10, None, now)) for task in mine[:4]]
-    changes += [(task.id, "a", Ledger.downloaded("cd" * 32, 20, '"e"', now)) for task in theirs]  # not ours: skipped
-    changes += [(mine[4].id, "a", Ledger.failed(CrawlError(ErrorClass.NOT_FOUND, "404"), 1, None))]
-    changes += [(mine[5].id, None, {"state": FAILED}), (mine[5].id, None, {"state": COMMITTED, "size": 7})]
+    changes = [(task.id, "a", Downloaded("ab" * 32, 10, None, now, attempts=1)) for task in mine[:4]]
+    changes += [(task.id, "a", Downloaded("cd" * 32, 20, '"e"', now, attempts=1)) for task in theirs]  # not ours: skipped
+    changes += [(mine[4].id, "a", FailedAttempt(CrawlError(ErrorClass.NOT_FOUND, "404"), 1, None))]
+    changes += [(mine[5].id, None, columns(state=FAILED)), (mine[5].id, None, columns(state=COMMITTED, size=7))]
     assert ledger.apply(changes) == 4 + 1 + 2
     states = {task.id: task for task in ledger.tasks()}
     assert all(states[t.id].state == DOWNLOADED and states[t.id].sha256 == "ab" * 32 for t in mine[:4])

@@ -1,0 +1,179 @@
+"""The ledger's state machine: the moves a stage makes on one row, each with the columns it writes.
+
+A stage says what happened to an item (it downloaded, its attempt failed, it was
+handed back untouched, ...) and `Ledger.apply` writes the transition's columns,
+only where the stage still holds the row's lease. The column names, and which
+state a failure ends in, live here and nowhere else outside store/. The states
+themselves are named in store/ledger.py; the claims and heartbeats that take
+and renew leases are Ledger methods and store/leases.py.
+
+Each transition takes its timestamps when it is made, not when it is written:
+the stages batch their writes (one transaction per batch), and a row's
+finished_at or failed_at says when the item finished or failed.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from media_crawler import errors
+from media_crawler.errors import CrawlError
+from media_crawler.store.ledger import COMMITTED, DISCOVERED, DOWNLOADED, RETRY_WAIT, VERIFIED
+from media_crawler.store.waits import halted_values, retry_values
+
+
+class Transition(Protocol):
+    def columns(self) -> dict[str, Any]:
+        """The row's column values after the move (updated_at is Ledger.apply's)."""
+
+
+_LEASE_ENDED = {"lease_owner": None, "lease_expires_at": None}
+_NO_ERROR = {"error_class": None, "error_code": None, "error_message": None}
+
+
+@dataclass(frozen=True)
+class Downloaded:
+    """The bytes are staged (a .part named after the row) and hashed; the verify stage is next."""
+
+    sha256: str
+    size: int
+    etag: str | None  # the server's validator: a later resume of the .part sends it
+    started_at: float
+    attempts: int
+    finished_at: float = field(default_factory=time.time)
+
+    def columns(self) -> dict[str, Any]:
+        return {"state": DOWNLOADED, "sha256": self.sha256, "size": self.size, "etag": self.etag,
+                "started_at": self.started_at, "finished_at": self.finished_at, "attempts": self.attempts,
+                **_LEASE_ENDED, **_NO_ERROR}
+
+
+@dataclass(frozen=True)
+class AlreadyCommitted:
+    """Not downloaded: the feed told the item's sha256 and the store holds those bytes."""
+
+    sha256: str
+    committed_at: float = field(default_factory=time.time)
+
+    def columns(self) -> dict[str, Any]:
+        return {"state": COMMITTED, "sha256": self.sha256, "committed_at": self.committed_at, **_LEASE_ENDED}
+
+
+@dataclass(frozen=True)
+class HandedBack:
+    """Not attempted: `error` halted the item's platform (outage breaker, auth) or stopped
+    admission (disk guard) in this run. Back to discovered, saying why it waits (store/waits.py)."""
+
+    error: CrawlError
+    at: float = field(default_factory=time.time)
+
+    def columns(self) -> dict[str, Any]:
+        return {"state": DISCOVERED, **_LEASE_ENDED, **halted_values(self.error, now=self.at)}
+
+
+@dataclass(frozen=True)
+class FailedAttempt:
+    """An attempt failed with `error`: retry_wait until `retry_at` while the error is
+    retryable and the stage grants a retry (retry_at not None), else the error class's
+    final state (failed or gone)."""
+
+    error: CrawlError
+    attempts: int
+    retry_at: float | None
+    failed_at: float = field(default_factory=time.time)
+
+    @classmethod
+    def of_bad_bytes(cls, error: CrawlError, attempts: int) -> "FailedAttempt":
+        """The staged bytes failed verification (the stage dropped the .part): downloaded
+        again at once while the error is retryable and bad-bytes attempts remain."""
+        retry = error.policy.retryable and attempts < errors.ATTEMPTS.after_bad_bytes
+        return cls(error, attempts, time.time() if retry else None)
+
+    @property
+    def state(self) -> str:
+        if self.error.policy.retryable and self.retry_at is not None:
+            return RETRY_WAIT
+        return self.error.policy.final_state.value
+
+    def columns(self) -> dict[str, Any]:
+        state = self.state
+        return {"state": state, "attempts": self.attempts,
+                "next_attempt_at": self.retry_at if state == RETRY_WAIT else None,
+                "error_class": self.error.error_class.value, "error_code": self.error.platform_code,
+                "error_message": self.error.message[:2000], "failed_at": self.failed_at, **_LEASE_ENDED}
+
+
+@dataclass(frozen=True)
+class DownloadFailed:
+    """A download's failed attempt: the .part's resume validator is kept for the next
+    try, and a row going to retry_wait says it waits out its backoff (store/waits.py)."""
+
+    failure: FailedAttempt
+    validator: str | None
+
+    @property
+    def state(self) -> str:
+        return self.failure.state
+
+    def columns(self) -> dict[str, Any]:
+        columns = {**self.failure.columns(), "etag": self.validator}
+        if self.state == RETRY_WAIT:
+            columns.update(retry_values(self.failure.error, failed_at=self.failure.failed_at))
+        return columns
+
+
+@dataclass(frozen=True)
+class StagingLost:
+    """The staged bytes vanished before verify or commit (reconcile, a crash before fsync):
+    back to the download stage, with no hash to trust."""
+
+    def columns(self) -> dict[str, Any]:
+        return {"state": DISCOVERED, "sha256": None, "size": None}
+
+
+@dataclass(frozen=True)
+class Verified:
+    """The staged bytes passed verification; the commit stage is next."""
+
+    verified_at: float = field(default_factory=time.time)
+
+    def columns(self) -> dict[str, Any]:
+        return {"state": VERIFIED, "verified_at": self.verified_at}
+
+
+@dataclass(frozen=True)
+class Committed:
+    """The blob is in the store under the row's sha256; the row is finished."""
+
+    committed_at: float = field(default_factory=time.time)
+
+    def columns(self) -> dict[str, Any]:
+        return {"state": COMMITTED, "committed_at": self.committed_at, **_NO_ERROR}
+
+
+@dataclass(frozen=True)
+class Then:
+    """Two moves of one row written as one update (fetch-urls verifies and commits in the
+    download worker): the second's columns win where both write one."""
+
+    first: Transition
+    second: Transition
+
+    @property
+    def state(self) -> str:
+        return self.columns()["state"]
+
+    def columns(self) -> dict[str, Any]:
+        return {**self.first.columns(), **self.second.columns()}
+
+
+@dataclass(frozen=True)
+class Released:
+    """`move`, and the end of the stage's lease on the row (verify and commit hold their
+    rows by lease while they work; what they write hands the row on)."""
+
+    move: Transition
+
+    def columns(self) -> dict[str, Any]:
+        return {**self.move.columns(), **_LEASE_ENDED}
