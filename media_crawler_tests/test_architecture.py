@@ -85,3 +85,28 @@ def test_no_platform_is_named_outside_its_package_and_the_simulator():
              if not name.startswith(("platforms/", "sim/"))
              for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value in names]
     assert named == [], "derive the platform from the registry (media_crawler/platforms/registry.py)"
+
+
+# The filesystem store's own names for where blobs are: only store/ may use them, so an
+# object store can replace it without a caller building a path (store/blob_store.py).
+STORE_LAYOUT_NAMES = frozenset({"path_for", "root", "blobs", "staging"})
+
+
+def test_no_path_of_a_blob_is_built_outside_the_store():
+    reaching = [f"{name}:{node.lineno}:{node.attr}" for name, tree in modules() if not name.startswith("store/")
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and node.attr in STORE_LAYOUT_NAMES and _names_a_store(node.value)]
+    assert reaching == [], "ask the BlobStore (exists, open, local_file, location, ...), not its folders"
+
+
+def test_the_filesystem_blob_store_is_built_only_where_a_store_root_is_configured():
+    builders = sorted(name for name, tree in modules() if not name.startswith("store/")
+                      and "media_crawler.store.cas.FilesystemBlobStore" in imported(tree))
+    assert builders == ["commands/export.py", "commands/reconcile.py", "pipeline/runtime.py", "recovery/restore.py"], \
+        "take a BlobStore (store/blob_store.py) instead of building the filesystem one"
+
+
+def _names_a_store(node: ast.AST) -> bool:
+    """`store.x`, `self.store.x`, `runtime.store.x`: an expression whose last name is a store."""
+    last = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return last == "store" or last.endswith("_store")

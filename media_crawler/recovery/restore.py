@@ -88,7 +88,7 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
     from dagster import DagsterInstance
 
     from media_crawler.recovery.reconcile import reconcile
-    from media_crawler.store.cas import BlobStore
+    from media_crawler.store.cas import FilesystemBlobStore
     from media_crawler.store.ledger import Ledger
 
     manifest = layout.BackupManifest.read(backup_dir)
@@ -116,7 +116,7 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
     summary.restore_s = time.monotonic() - started
 
     started = time.monotonic()
-    report = reconcile(Ledger(ledger_url), BlobStore(home / "store").ensure(), repair=True, uncertain_leases=True,
+    report = reconcile(Ledger(ledger_url), FilesystemBlobStore(home / "store").ensure(), repair=True, uncertain_leases=True,
                        part_grace_s=0.0)
     summary.reconcile = dict(report.counts())
     summary.reconcile_s = time.monotonic() - started

@@ -128,7 +128,7 @@ def test_a_lost_muxed_blob_is_made_again_from_the_tracks_not_downloaded(
 
     crawl_every_day(path, simulator, instance)
     remade = dash_groups(runtime.ledger)[lost.item_id]["mux"]
-    assert remade.state == COMMITTED and remade.sha256 == lost.sha256 and runtime.store.has(lost.sha256)
+    assert remade.state == COMMITTED and remade.sha256 == lost.sha256 and runtime.store.exists(lost.sha256)
     assert len(calls.read_text().splitlines()) == len(groups) + 1
 
 
