@@ -102,7 +102,8 @@ def test_no_path_of_a_blob_is_built_outside_the_store():
 def test_the_filesystem_blob_store_is_built_only_where_a_store_root_is_configured():
     builders = sorted(name for name, tree in modules() if not name.startswith("store/")
                       and "media_crawler.store.cas.FilesystemBlobStore" in imported(tree))
-    assert builders == ["commands/export.py", "commands/reconcile.py", "pipeline/runtime.py", "recovery/restore.py"], \
+    assert builders == ["commands/export.py", "commands/reconcile.py", "pipeline/runtime.py", "recovery/backup.py",
+                        "recovery/restore.py"], \
         "take a BlobStore (store/blob_store.py) instead of building the filesystem one"
 
 
