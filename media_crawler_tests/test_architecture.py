@@ -99,12 +99,10 @@ def test_no_path_of_a_blob_is_built_outside_the_store():
     assert reaching == [], "ask the BlobStore (exists, open, local_file, location, ...), not its folders"
 
 
-def test_the_filesystem_blob_store_is_built_only_where_a_store_root_is_configured():
-    builders = sorted(name for name, tree in modules() if not name.startswith("store/")
+def test_the_store_alone_chooses_the_filesystem_implementation():
+    choosing = sorted(name for name, tree in modules() if not name.startswith("store/")
                       and "media_crawler.store.cas.FilesystemBlobStore" in imported(tree))
-    assert builders == ["commands/export.py", "commands/reconcile.py", "pipeline/runtime.py", "recovery/backup.py",
-                        "recovery/restore.py"], \
-        "take a BlobStore (store/blob_store.py) instead of building the filesystem one"
+    assert choosing == [], "open_blob_store (store/blob_store.py) chooses it; take or open a BlobStore"
 
 
 def _names_a_store(node: ast.AST) -> bool:

@@ -37,11 +37,11 @@ def manifest_rows(ledger, store, since: float | None = None, platform: str | Non
 def run(args: argparse.Namespace) -> int:
     from media_crawler.commands.durations import since_to_epoch
     from media_crawler.config import load_config
-    from media_crawler.store.cas import FilesystemBlobStore
+    from media_crawler.store.blob_store import open_blob_store
     from media_crawler.store.ledger import Ledger
 
     config = load_config(args.config)
-    ledger, store = Ledger(config.ledger_url), FilesystemBlobStore(config.store_root)
+    ledger, store = Ledger(config.ledger_url), open_blob_store(config.store_root)
     out = open(args.out, "w") if args.out else sys.stdout
     try:
         count = 0

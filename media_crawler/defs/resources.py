@@ -21,7 +21,7 @@ resource nested in another is initialised as a separate copy (measured with Dags
 mid-edit. `crawl_resources()` builds the three; the launchpad may set
 `resources.crawl_config.config.config_path`.
 
-The blob store has no resource of its own: a FilesystemBlobStore holds nothing to release (its
+The blob store has no resource of its own: a BlobStore holds nothing to release (its
 only I/O is creating two folders on first use), and only the asset steps use it, and
 they need the platforms resource anyway. A resource for it would be ceremony.
 

@@ -88,7 +88,7 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
     from dagster import DagsterInstance
 
     from media_crawler.recovery.reconcile import reconcile
-    from media_crawler.store.cas import FilesystemBlobStore
+    from media_crawler.store.blob_store import open_blob_store
     from media_crawler.store.ledger import Ledger
 
     manifest = layout.BackupManifest.read(backup_dir)
@@ -97,8 +97,8 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
         raise FileExistsError(f"{home} is not empty: restore only into a fresh location")
     started_at, started = time.time(), time.monotonic()
     home.mkdir(parents=True, exist_ok=True)
-    store = FilesystemBlobStore(home / "store").ensure()
-    blobs = copy_blobs(FilesystemBlobStore(backup_dir / layout.STORE_DIR), store)
+    store = open_blob_store(home / "store", create=True)
+    blobs = copy_blobs(open_blob_store(backup_dir / layout.STORE_DIR), store)
     ledger_url = _restore_ledger(manifest, backup_dir, home, ledger_url)
     dagster_home, dagster_pg_url = _restore_dagster(manifest, backup_dir, home, ledger_url, dagster_pg_url)
     config_path = _restore_config(manifest, backup_dir, home, ledger_url)

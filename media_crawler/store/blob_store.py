@@ -16,7 +16,8 @@ make bytes need files:
   for the length of a `with` block: the blob itself on a filesystem, a
   temporary download from an object store.
 
-The implementation today is store/cas.py `FilesystemBlobStore`.
+The implementation today is store/cas.py `FilesystemBlobStore`; `open_blob_store`
+is the one place that chooses it.
 """
 from __future__ import annotations
 
@@ -79,6 +80,10 @@ class BlobStore(Protocol):
     def free_bytes(self) -> int:
         """Room left for new blobs and staged files, in bytes."""
 
+    def probe_writable(self) -> str:
+        """Write, fsync and delete a probe where the store writes (readiness); returns where.
+        Raises OSError when that fails."""
+
     # -- staging: local files on their way in --------------------------------------
     def staging_path(self, name: str) -> Path:
         """The local file a download or mux named `name` (from ledger ids) writes to."""
@@ -95,6 +100,15 @@ class BlobStore(Protocol):
     # -- a name download.py still uses (it is edited elsewhere); one meaning: exists --
     def has(self, sha256: str) -> bool:
         return self.exists(sha256)
+
+
+def open_blob_store(root: str | os.PathLike, *, create: bool = False) -> BlobStore:
+    """The store of a crawl home (`store:` in sources.yaml). create: make its folders when
+    missing (a run that writes); without it a check or a report leaves the disk as it is."""
+    from media_crawler.store.cas import FilesystemBlobStore  # cas.py builds on this module
+
+    store = FilesystemBlobStore(root)
+    return store.ensure() if create else store
 
 
 def stream_sha256(stream: BinaryIO) -> str:

@@ -234,6 +234,19 @@ class FilesystemBlobStore(BlobStore):
         if self.staging.is_dir():
             yield from self.staging.glob("*.part")
 
+    def probe_writable(self) -> str:
+        """In the staging folder: the filesystem blobs land on (a put links from there)."""
+        self.staging.mkdir(parents=True, exist_ok=True)
+        probe = self.staging / f".health-{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            with open(probe, "wb") as handle:
+                handle.write(b"ok")
+                handle.flush()
+                os.fsync(handle.fileno())
+        finally:
+            probe.unlink(missing_ok=True)
+        return str(self.staging)
+
     def free_bytes(self) -> int:
         """Free bytes on the store's filesystem (read at most every FREE_SPACE_TTL_S)."""
         now = time.monotonic()
