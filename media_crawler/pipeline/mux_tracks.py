@@ -97,6 +97,9 @@ def _mux_pair(runtime: Runtime, video: Task, audio: Task, ffmpeg: str) -> bool:
         free = store.free_bytes()
         if free < needed:
             raise CrawlError(ErrorClass.DISK_FULL, f"muxing needs {needed} bytes free in the store, {free} are")
+        for track in (video, audio):
+            if not store.exists(track.sha256):  # lost: this group waits (reconcile re-queues it), not the partition
+                raise CrawlError(ErrorClass.STORAGE_ERROR, f"the {track.kind} track is not in the store")
         with store.local_file(video.sha256) as video_file, store.local_file(audio.sha256) as audio_file:
             mux(video_file, audio_file, staged, ffmpeg=ffmpeg)
         verify_file(staged, kind="video")
