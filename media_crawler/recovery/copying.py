@@ -57,6 +57,9 @@ def pg_restore(dump: Path, url: str) -> None:
                    check=True, env=env, capture_output=True)
 
 
+COPY_BATCH = 1000
+
+
 @dataclass
 class BlobCopy:
     copied: int = 0
@@ -71,28 +74,35 @@ def copy_blobs(source: BlobStore, target: BlobStore) -> BlobCopy:
     Each copy is a put-if-absent from a stream, so it is checked against its name
     on the way (a source blob that fails is listed in `corrupt`, not copied) and a
     target never holds half a blob. A target blob of another size than the source's
-    is quarantined in the target and copied again. One flush of the target at the end.
+    is quarantined in the target and copied again. One flush of the target per
+    COPY_BATCH blobs (a batch's staged names wait for it in memory).
     """
     result = BlobCopy()
-    with target.deferred_sync():
-        for sha256 in sorted(source.iter_sha256s()):
-            size = source.size(sha256)
-            if target.exists(sha256):
-                if target.size(sha256) == size:
-                    result.already_there += 1
-                    continue
-                target.quarantine(sha256)
-            try:
-                with source.open(sha256) as stream:
-                    stored = target.put_stream_if_absent(stream, sha256)
-            except CrawlError as error:
-                if error.error_class is not ErrorClass.HASH_MISMATCH:
-                    raise
-                result.corrupt.append(sha256)
-                continue
-            result.copied += 1
-            result.bytes += stored.size
+    names = sorted(source.iter_sha256s())
+    for start in range(0, len(names), COPY_BATCH):
+        with target.deferred_sync():
+            for sha256 in names[start:start + COPY_BATCH]:
+                _copy_blob(source, target, sha256, result)
     return result
+
+
+def _copy_blob(source: BlobStore, target: BlobStore, sha256: str, result: BlobCopy) -> None:
+    size = source.size(sha256)
+    if target.exists(sha256):
+        if target.size(sha256) == size:
+            result.already_there += 1
+            return
+        target.quarantine(sha256)
+    try:
+        with source.open(sha256) as stream:
+            stored = target.put_stream_if_absent(stream, sha256)
+    except CrawlError as error:
+        if error.error_class is not ErrorClass.HASH_MISMATCH:
+            raise
+        result.corrupt.append(sha256)
+        return
+    result.copied += 1
+    result.bytes += stored.size
 
 
 def copy_tree_of_sqlite(source: Path, target: Path) -> list[str]:

@@ -126,6 +126,7 @@ class FilesystemBlobStore(BlobStore):
 
     def put_stream_if_absent(self, stream: BinaryIO, sha256: str | None = None) -> StoredBlob:
         staged = self.staging_path(f"stream-{os.getpid()}-{time.monotonic_ns()}")
+        stored = None
         try:
             digest = hashlib.sha256()
             with open(staged, "wb") as out:
@@ -136,11 +137,13 @@ class FilesystemBlobStore(BlobStore):
                 os.fsync(out.fileno())
             if sha256 is not None and digest.hexdigest() != sha256.lower():
                 raise CrawlError(ErrorClass.HASH_MISMATCH, "streamed bytes do not hash to the expected name")
-            return self.put_if_absent(staged, digest.hexdigest(), verify_hash=False, synced=True)
+            stored = self.put_if_absent(staged, digest.hexdigest(), verify_hash=False, synced=True)
+            return stored
         except OSError as exc:
             raise storage_error(exc, "put") from exc
         finally:
-            if self._deferred is None or staged not in self._deferred[1]:
+            # A blob linked inside deferred_sync() keeps its staged name until the block's flush.
+            if not (stored is not None and stored.created and self._deferred is not None):
                 staged.unlink(missing_ok=True)
 
     def stored_name_of(self, staged: Path, hints: Iterable[str | None] = (), *,

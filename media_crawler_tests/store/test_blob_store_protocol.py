@@ -90,3 +90,12 @@ def test_a_staged_file_that_is_a_blobs_second_name_is_recognised(store, tmp_path
     assert store.stored_name_of(store.staging_path("task-7")) == digest, "found by hashing"
     assert store.stored_name_of(store.staging_path("task-7"), may_hash=False) is None
     assert store.stored_name_of(copy, [digest]) is None, "a copy is no second name"
+
+
+def test_puts_inside_deferred_sync_are_whole_and_their_staged_names_go_when_it_ends(store):
+    with store.deferred_sync():
+        first = store.put_stream_if_absent(io.BytesIO(b"batched one"))
+        again = store.put_stream_if_absent(io.BytesIO(b"batched one"))
+        store.put_stream_if_absent(io.BytesIO(b"batched two"))
+        assert store.exists(first.sha256) and not again.created
+    assert len(list(store.iter_sha256s())) == 2 and list(store.iter_parts()) == []
