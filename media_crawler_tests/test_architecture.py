@@ -142,3 +142,29 @@ def test_the_media_path_does_not_use_requests():
     users = sorted(name for name, tree in modules() if name.startswith("download/")
                    and any(module == "requests" or module.startswith("requests.") for module in imported(tree)))
     assert users == []
+
+
+# The filesystem store's own names for where blobs are: only store/ may use them, so an
+# object store can replace it without a caller building a path (store/blob_store.py).
+# `path_for` is banned on any receiver; the generic names only on a store (`store`, `*_store`).
+STORE_LAYOUT_NAMES = frozenset({"path_for", "root", "blobs", "staging"})
+
+
+def test_no_path_of_a_blob_is_built_outside_the_store():
+    reaching = [f"{name}:{node.lineno}:{node.attr}" for name, tree in modules() if not name.startswith("store/")
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and (node.attr == "path_for" or (
+                    node.attr in STORE_LAYOUT_NAMES and _names_a_store(node.value)))]
+    assert reaching == [], "ask the BlobStore (exists, open, local_file, location, ...), not its folders"
+
+
+def test_the_store_alone_chooses_the_filesystem_implementation():
+    choosing = sorted(name for name, tree in modules() if not name.startswith("store/")
+                      and "media_crawler.store.cas.FilesystemBlobStore" in imported(tree))
+    assert choosing == [], "open_blob_store (store/blob_store.py) chooses it; take or open a BlobStore"
+
+
+def _names_a_store(node: ast.AST) -> bool:
+    """`store.x`, `self.store.x`, `runtime.store.x`: an expression whose last name is a store."""
+    last = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return last == "store" or last.endswith("_store")

@@ -70,9 +70,11 @@ def run(args: argparse.Namespace) -> int:
     return 1 if outcome.failed else 0
 
 
-def _store_snapshot(store: Path) -> dict[str, int]:
-    blobs = {p.name: p.stat().st_size for p in (store / "sha256").glob("*/*/*") if p.is_file()} if store.exists() else {}
-    return blobs
+def _store_snapshot(root: Path) -> dict[str, int]:
+    from media_crawler.store.blob_store import open_blob_store
+
+    store = open_blob_store(root)
+    return {sha256: store.size(sha256) for sha256 in store.iter_sha256s()}
 
 
 def _print_summary(home, dagster_home, config_path, log_path, outcome, before, after) -> None:

@@ -28,7 +28,7 @@ def manifest_rows(ledger, store, since: float | None = None, platform: str | Non
         yield {
             "platform": row.platform, "item_id": row.item_id, "variant": row.variant, "kind": row.kind,
             "canonical_url": row.canonical_url, "sha256": row.sha256, "size": row.size,
-            "path": str(store.path_for(row.sha256)), "group": row.group_key, "source": row.source_key,
+            "path": store.location(row.sha256), "group": row.group_key, "source": row.source_key,
             "day": row.day, "published_at": row.published_at, "committed_at": row.committed_at,
             "meta": row.meta,
         }
@@ -37,11 +37,11 @@ def manifest_rows(ledger, store, since: float | None = None, platform: str | Non
 def run(args: argparse.Namespace) -> int:
     from media_crawler.commands.durations import since_to_epoch
     from media_crawler.config import load_config
-    from media_crawler.store.cas import BlobStore
+    from media_crawler.store.blob_store import open_blob_store
     from media_crawler.store.ledger import Ledger
 
     config = load_config(args.config)
-    ledger, store = Ledger(config.ledger_url), BlobStore(config.store_root)
+    ledger, store = Ledger(config.ledger_url), open_blob_store(config.store_root)
     out = open(args.out, "w") if args.out else sys.stdout
     try:
         count = 0

@@ -74,11 +74,11 @@ def _sqlite_file(url: str) -> Path | None:
 
 def run(args: argparse.Namespace) -> int:
     from media_crawler.recovery.reconcile import reconcile
-    from media_crawler.store.cas import BlobStore
+    from media_crawler.store.blob_store import open_blob_store
     from media_crawler.store.ledger import Ledger
 
     store_root, ledger_url = store_and_ledger(args)
-    report = reconcile(Ledger(ledger_url), BlobStore(store_root), repair=args.repair,
+    report = reconcile(Ledger(ledger_url), open_blob_store(store_root), repair=args.repair,
                        verify_hashes=args.verify_hashes, part_grace_s=args.part_grace)
     if args.json:
         print(json.dumps(report.as_json(), indent=2))

@@ -14,9 +14,7 @@ exits 0 (pass) or 1 (fail).
 """
 from __future__ import annotations
 
-import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -25,6 +23,7 @@ from media_crawler.models import platform_names
 from media_crawler.store.reports import platform_signals
 from media_crawler.scrub import scrub_text
 from media_crawler.observe.status import disk_usage
+from media_crawler.store.blob_store import open_blob_store
 from media_crawler.store.database import Engine
 from media_crawler.store.reports import probes
 
@@ -85,18 +84,8 @@ def ready(engine: Engine, config: CrawlConfig, now: float | None = None) -> Prob
 
 
 def _probe_store(config: CrawlConfig) -> str:
-    """Write, fsync and delete a file in the store's staging folder (the filesystem blobs land on)."""
-    staging = config.store_root / "staging"
-    staging.mkdir(parents=True, exist_ok=True)
-    probe = staging / f".health-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    try:
-        with open(probe, "wb") as handle:
-            handle.write(b"ok")
-            handle.flush()
-            os.fsync(handle.fileno())
-    finally:
-        probe.unlink(missing_ok=True)
-    return str(staging)
+    """Write, fsync and delete a probe where the store writes."""
+    return open_blob_store(config.store_root).probe_writable()
 
 
 def _disk_above_minimum(config: CrawlConfig) -> str:

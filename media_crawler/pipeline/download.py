@@ -239,7 +239,7 @@ def _download_one(runtime: Runtime, task: Task, step: _BatchContext) -> ItemOutc
     started = time.time()
     if task.platform in halted:
         return ItemOutcome(task, None, halted[task.platform], task.attempts, started, 0.0)
-    if task.expected_sha256 and runtime.store.has(task.expected_sha256):
+    if task.expected_sha256 and runtime.store.exists(task.expected_sha256):
         # Dedup before download: the feed told us the hash and we hold those bytes.
         with contextlib.suppress(OSError):  # a .part of ours (we hold the row) is useless now
             runtime.store.staging_path(task.staging_name).unlink(missing_ok=True)

@@ -169,7 +169,7 @@ def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> StagedOutcome:
     crash_point(AFTER_VERIFY)
     started = time.monotonic()
     try:
-        stored = runtime.store.commit(part, result.sha256, verify_hash=False, synced=True, size=result.size)
+        stored = runtime.store.put_if_absent(part, result.sha256, verify_hash=False, synced=True, size=result.size)
     except CrawlError as error:
         failed = FailedAttempt(error, item.attempts + 1, None)
         lines.append(dict(where, stage="commit", outcome="failed", error_class=error.error_class.value,

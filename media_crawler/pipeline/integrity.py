@@ -9,7 +9,7 @@ from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.store.blob_rows import committed_blobs
-from media_crawler.store.cas import file_sha256
+from media_crawler.store.blob_store import rehash
 from media_crawler.store.ledger import COMMITTED, FINISHED_STATES, GONE, STATES
 
 # What a partition's report lists: every row that is not committed.
@@ -62,9 +62,8 @@ def partition_blob_mismatches(runtime: Runtime, sources: Sources, window: DayWin
     problems = []
     for canonical_url, sha256, committed_at in committed_blobs(runtime.ledger, source_key=source_keys(sources),
                                                                 day=window.day.isoformat()):
-        path = runtime.store.path_for(sha256)
-        if not path.is_file():
+        if not runtime.store.exists(sha256):
             problems.append({"canonical_url": canonical_url, "sha256": sha256, "problem": "missing"})
-        elif (rehash_since is None or (committed_at or 0) >= rehash_since) and file_sha256(path) != sha256:
+        elif (rehash_since is None or (committed_at or 0) >= rehash_since) and rehash(runtime.store, sha256) != sha256:
             problems.append({"canonical_url": canonical_url, "sha256": sha256, "problem": "hash"})
     return problems

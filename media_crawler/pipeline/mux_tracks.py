@@ -26,7 +26,7 @@ from media_crawler.observe.events import log_item
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, source_keys
-from media_crawler.store.cas import file_sha256
+from media_crawler.store.blob_store import file_sha256
 from media_crawler.store.ledger import COMMITTED, MUX_VARIANT, Task
 from media_crawler.verify.verify import verify_file
 
@@ -97,10 +97,14 @@ def _mux_pair(runtime: Runtime, video: Task, audio: Task, ffmpeg: str) -> bool:
         free = store.free_bytes()
         if free < needed:
             raise CrawlError(ErrorClass.DISK_FULL, f"muxing needs {needed} bytes free in the store, {free} are")
-        mux(store.path_for(video.sha256), store.path_for(audio.sha256), staged, ffmpeg=ffmpeg)
+        for track in (video, audio):
+            if not store.exists(track.sha256):  # lost: this group waits (reconcile re-queues it), not the partition
+                raise CrawlError(ErrorClass.STORAGE_ERROR, f"the {track.kind} track is not in the store")
+        with store.local_file(video.sha256) as video_file, store.local_file(audio.sha256) as audio_file:
+            mux(video_file, audio_file, staged, ffmpeg=ffmpeg)
         verify_file(staged, kind="video")
         digest = file_sha256(staged)
-        stored = store.commit(staged, digest, verify_hash=False)
+        stored = store.put_if_absent(staged, digest, verify_hash=False)
     except CrawlError as error:
         staged.unlink(missing_ok=True)
         log_item(stage="commit", platform=video.platform, canonical_url=canonical_url, outcome="failed",

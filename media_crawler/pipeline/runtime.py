@@ -10,7 +10,7 @@ from media_crawler.deploy.workers import DOWNLOAD_THREADS_PER_WORKER
 from media_crawler.net.policy import UrlPolicy
 from media_crawler.scrub import register_environment_secrets
 from media_crawler.platforms.base import PlatformAdapter
-from media_crawler.store.cas import BlobStore
+from media_crawler.store.blob_store import BlobStore, open_blob_store
 from media_crawler.store.ledger import Ledger
 
 
@@ -61,7 +61,7 @@ class Runtime:
         return cls(
             config=config,
             ledger=ledger if ledger is not None else Ledger(config.ledger_url),
-            store=BlobStore(config.store_root).ensure(),
+            store=open_blob_store(config.store_root, create=True),
             session=session if session is not None else runtime_session(),
             download_threads=DOWNLOAD_THREADS_PER_WORKER,
         )

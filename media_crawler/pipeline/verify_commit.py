@@ -92,12 +92,12 @@ def _commit(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
         try:
             if not task.sha256:
                 raise CrawlError(ErrorClass.STORAGE_ERROR, "verified row without a sha256")
-            if not part.exists() and not runtime.store.has(task.sha256):
+            if not part.exists() and not runtime.store.exists(task.sha256):
                 changes.append((task.id, StagingLost()))
                 report.add_failure(task.canonical_url, "storage_error", "staged file missing; re-queued", DISCOVERED)
                 _log_requeued("commit", task)
                 continue
-            result = runtime.store.commit(part, task.sha256)
+            result = runtime.store.put_if_absent(part, task.sha256)
             crash_point(AFTER_LINK_BEFORE_LEDGER)  # the next run finds the blob and only updates the row
         except CrawlError as error:
             failed = FailedAttempt(error, task.attempts + 1, None)

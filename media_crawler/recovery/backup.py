@@ -34,6 +34,7 @@ from pathlib import Path
 
 from media_crawler.config import CrawlConfig, environment_value
 from media_crawler.recovery.copying import BlobCopy, copy_blobs, copy_tree_of_sqlite, pg_dump, sqlite_copy
+from media_crawler.store.blob_store import open_blob_store
 from media_crawler.store.snapshots import leases_held_in, schema_version_in
 from media_crawler.store.urls import is_postgres, same_postgres_database, sqlite_file
 
@@ -184,7 +185,7 @@ def backup(config: CrawlConfig, dagster_home: Path | None, dest: Path) -> Backup
     else:
         raise ValueError(f"cannot back up a ledger at {config.ledger_url.split('://')[0]}://")
     # 3. The store, last.
-    copied: BlobCopy = copy_blobs(config.store_root, dest / STORE_DIR)
+    copied: BlobCopy = copy_blobs(open_blob_store(config.store_root), open_blob_store(dest / STORE_DIR, create=True))
     manifest.blobs = asdict(copied)
     if config.path is not None and config.path.is_file():
         shutil.copyfile(config.path, dest / CONFIG_COPY)

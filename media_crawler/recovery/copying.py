@@ -5,13 +5,12 @@
 - PostgreSQL: `pg_dump --format=custom` / `pg_restore`; the password travels
   in PGPASSWORD, never on a command line other users can read.
 - Blobs: named by their hash, so a copy is checked against its name while it
-  is read, written under a temporary name and renamed: a backup never holds a
-  half-copied or silently corrupt blob, and a second backup into the same
-  folder copies only new blobs.
+  is read and put into the target store if absent (store/blob_store.py): a
+  backup never holds a half-copied or silently corrupt blob, and a second
+  backup into the same folder copies only new blobs.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sqlite3
@@ -21,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from media_crawler.config import environment_copy
-from media_crawler.store.cas import CHUNK
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.store.blob_store import BlobStore
 from media_crawler.store.urls import libpq_url
 
 
@@ -57,6 +57,9 @@ def pg_restore(dump: Path, url: str) -> None:
                    check=True, env=env, capture_output=True)
 
 
+COPY_BATCH = 1000
+
+
 @dataclass
 class BlobCopy:
     copied: int = 0
@@ -65,41 +68,41 @@ class BlobCopy:
     corrupt: list[str] = field(default_factory=list)  # source blobs whose bytes do not match their name
 
 
-def copy_blobs(source_root: Path, target_root: Path, *, verify: bool = True) -> BlobCopy:
-    """Copy <source_root>/sha256/** into <target_root>/sha256/**, skipping blobs already there."""
+def copy_blobs(source: BlobStore, target: BlobStore) -> BlobCopy:
+    """Copy every blob of `source` into `target`, skipping blobs already there whole.
+
+    Each copy is a put-if-absent from a stream, so it is checked against its name
+    on the way (a source blob that fails is listed in `corrupt`, not copied) and a
+    target never holds half a blob. A target blob of another size than the source's
+    is quarantined in the target and copied again. One flush of the target per
+    COPY_BATCH blobs (a batch's staged names wait for it in memory).
+    """
     result = BlobCopy()
-    for path in sorted((source_root / "sha256").glob("*/*/*")):
-        if not path.is_file():
-            continue
-        target = target_root / path.relative_to(source_root)
-        if target.is_file() and target.stat().st_size == path.stat().st_size:
-            result.already_there += 1
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + ".partial")
-        if _copy_checked(path, partial, verify):
-            os.replace(partial, target)
-            result.copied += 1
-            result.bytes += target.stat().st_size
-        else:
-            partial.unlink(missing_ok=True)
-            result.corrupt.append(path.name)
+    names = sorted(source.iter_sha256s())
+    for start in range(0, len(names), COPY_BATCH):
+        with target.deferred_sync():
+            for sha256 in names[start:start + COPY_BATCH]:
+                _copy_blob(source, target, sha256, result)
     return result
 
 
-def _copy_checked(source: Path, target: Path, verify: bool) -> bool:
-    """Copy, hashing on the way; False when the bytes do not hash to the blob's name."""
-    if not verify:
-        shutil.copyfile(source, target)
-        return True
-    digest = hashlib.sha256()
-    with open(source, "rb") as src, open(target, "wb") as dst:
-        while chunk := src.read(CHUNK):
-            digest.update(chunk)
-            dst.write(chunk)
-        dst.flush()
-        os.fsync(dst.fileno())
-    return digest.hexdigest() == source.name
+def _copy_blob(source: BlobStore, target: BlobStore, sha256: str, result: BlobCopy) -> None:
+    size = source.size(sha256)
+    if target.exists(sha256):
+        if target.size(sha256) == size:
+            result.already_there += 1
+            return
+        target.quarantine(sha256)
+    try:
+        with source.open(sha256) as stream:
+            stored = target.put_stream_if_absent(stream, sha256)
+    except CrawlError as error:
+        if error.error_class is not ErrorClass.HASH_MISMATCH:
+            raise
+        result.corrupt.append(sha256)
+        return
+    result.copied += 1
+    result.bytes += stored.size
 
 
 def copy_tree_of_sqlite(source: Path, target: Path) -> list[str]:

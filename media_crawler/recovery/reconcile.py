@@ -38,19 +38,15 @@ import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from media_crawler.recovery.leases import dead_owners, release_dead_leases
-from media_crawler.recovery.staging import linked_blob
 from media_crawler.store import blob_rows
 from media_crawler.store.blob_rows import BlobRow
-from media_crawler.store.cas import BlobStore, file_sha256
+from media_crawler.store.blob_store import BlobStore, rehash
 from media_crawler.store.ledger import COMMITTED, DOWNLOADED, FINISHED_STATES, VERIFIED, Ledger
 
 INFO_KINDS = frozenset({"resumable_part", "orphan_blob"})
-QUARANTINE = "quarantine"
 _PART_NAME = re.compile(r"^task-(\d+)\.part$")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -138,29 +134,25 @@ class Reconciler:
         """(names of stored blobs, names of corrupt ones)."""
         sizes = {row.sha256: row.size for row in rows.values() if row.state == COMMITTED and row.sha256 and row.size}
         names, corrupt = set(), set()
-        for path in self.store.iter_blobs():
-            if not _HEX64.match(path.name):
-                continue  # not ours (an editor's backup file, ...): neither count nor touch it
-            names.add(path.name)
+        for name in self.store.iter_sha256s():
+            names.add(name)
             self.report.blobs_checked += 1
-            expected_size = sizes.get(path.name)
-            if expected_size is not None and path.stat().st_size != expected_size:
-                corrupt.add(path.name)
-                self._corrupt(path, f"{path.stat().st_size} bytes, the ledger recorded {expected_size}")
-            elif self.verify_hashes and file_sha256(path) != path.name:
-                corrupt.add(path.name)
-                self._corrupt(path, "its bytes no longer hash to its name")
+            expected_size = sizes.get(name)
+            if expected_size is not None and (size := self.store.size(name)) != expected_size:
+                corrupt.add(name)
+                self._corrupt(name, f"{size} bytes, the ledger recorded {expected_size}")
+            elif self.verify_hashes and rehash(self.store, name) != name:
+                corrupt.add(name)
+                self._corrupt(name, "its bytes no longer hash to its name")
         return names, corrupt
 
-    def _corrupt(self, path: Path, detail: str) -> None:
-        self._note("corrupt_blob", str(path), detail, "quarantined; its rows re-queued",
+    def _corrupt(self, sha256: str, detail: str) -> None:
+        self._note("corrupt_blob", self.store.location(sha256), detail, "quarantined; its rows re-queued",
                    "would quarantine; its rows would be re-queued")
         if not self.repair:
             return
-        target = self.store.root / QUARANTINE / f"{path.name}.{int(time.time())}"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        path.rename(target)  # same filesystem: atomic, and the bytes are kept for a person to look at
-        self._requeue("blob failed its check", state=COMMITTED, sha256=path.name)
+        self.store.quarantine(sha256)  # kept for a person to look at, out of the store's names
+        self._requeue("blob failed its check", state=COMMITTED, sha256=sha256)
 
     def _missing_blobs(self, rows: dict[int, BlobRow], blobs: set[str]) -> None:
         for row in rows.values():
@@ -193,10 +185,10 @@ class Reconciler:
             self.report.parts_checked += 1
             match = _PART_NAME.match(path.name)
             row = rows.get(int(match.group(1))) if match else None
-            blob = linked_blob(self.store, path, (row.sha256, row.expected_sha256) if row else ())
+            blob = self.store.stored_name_of(path, (row.sha256, row.expected_sha256) if row else ())
             if blob is not None:
                 # Removing a second name of stored bytes loses nothing, whoever holds the row.
-                self._note("linked_part", str(path), f"a second name of the stored blob {blob.name} (a crash "
+                self._note("linked_part", str(path), f"a second name of the stored blob {blob} (a crash "
                            "between the store's link and the unlink)", "removed", "would remove")
                 if self.repair:
                     path.unlink(missing_ok=True)

@@ -88,7 +88,7 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
     from dagster import DagsterInstance
 
     from media_crawler.recovery.reconcile import reconcile
-    from media_crawler.store.cas import BlobStore
+    from media_crawler.store.blob_store import open_blob_store
     from media_crawler.store.ledger import Ledger
 
     manifest = layout.BackupManifest.read(backup_dir)
@@ -97,7 +97,8 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
         raise FileExistsError(f"{home} is not empty: restore only into a fresh location")
     started_at, started = time.time(), time.monotonic()
     home.mkdir(parents=True, exist_ok=True)
-    blobs = copy_blobs(backup_dir / layout.STORE_DIR, home / "store", verify=False)  # checked when backed up
+    store = open_blob_store(home / "store", create=True)
+    blobs = copy_blobs(open_blob_store(backup_dir / layout.STORE_DIR), store)
     ledger_url = _restore_ledger(manifest, backup_dir, home, ledger_url)
     dagster_home, dagster_pg_url = _restore_dagster(manifest, backup_dir, home, ledger_url, dagster_pg_url)
     config_path = _restore_config(manifest, backup_dir, home, ledger_url)
@@ -116,7 +117,7 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
     summary.restore_s = time.monotonic() - started
 
     started = time.monotonic()
-    report = reconcile(Ledger(ledger_url), BlobStore(home / "store").ensure(), repair=True, uncertain_leases=True,
+    report = reconcile(Ledger(ledger_url), store, repair=True, uncertain_leases=True,
                        part_grace_s=0.0)
     summary.reconcile = dict(report.counts())
     summary.reconcile_s = time.monotonic() - started

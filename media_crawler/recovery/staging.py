@@ -1,7 +1,7 @@
 """Staging names of content already in the store: what a crash between link and unlink leaves.
 
-A commit links the staged file under its hash, fsyncs the folder, then drops
-the staging name (store/cas.py). A process killed between the link and the
+A filesystem store's put links the staged file under its hash, fsyncs the
+folder, then drops the staging name (store/cas.py). A process killed between the link and the
 unlink (the folder's fsync is most of that window) leaves
 `staging/task-<id>.part` as a second name of a committed blob. The ledger
 row is then still `downloading` (fetch-urls writes its transitions in
@@ -17,7 +17,7 @@ again, from the validator it recorded) would append to the blob's own bytes.
 
 `remove_committed_staging` drops such names, and only those:
 
-- a .part that is the same file (device and inode) as a blob under sha256/:
+- a .part that is another name of a stored blob (`BlobStore.stored_name_of`):
   the blob its row recorded or its feed announced, else (a muxed file, a row
   that recorded no hash, a name with no row) the blob its bytes hash to. Its
   bytes stay whole under their hash; removing the name loses nothing, so it is
@@ -39,44 +39,14 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Iterable
 
 from media_crawler.store.blob_rows import rows_by_id
-from media_crawler.store.cas import BlobStore, file_sha256
+from media_crawler.store.blob_store import BlobStore
 from media_crawler.store.ledger import COMMITTED, Ledger
 
 _TASK_PART = re.compile(r"^task-(\d+)\.part$")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 LOG = logging.getLogger("media_crawler.recovery")
 SHOWN_IN_LOG = 20
-
-
-def linked_blob(store: BlobStore, part: Path, hints: Iterable[str | None] = (), *, st: os.stat_result | None = None,
-                may_hash: bool = True) -> Path | None:
-    """The blob `part` is another name of (same device and inode), or None.
-
-    hints: hashes the file probably has (its row's sha256, the feed's); when
-    none of them is it and may_hash, the file is hashed to find its name. A
-    file with one link is no blob's other name, and is never read.
-    """
-    try:
-        st = st or part.lstat()
-    except FileNotFoundError:
-        return None
-    if st.st_nlink < 2 or not part.is_file():
-        return None
-    candidates = [hint.lower() for hint in hints if hint and _HEX64.match(hint.lower())]
-    for sha256 in dict.fromkeys(candidates):
-        if _same_file(store.path_for(sha256), st):
-            return store.path_for(sha256)
-    if not may_hash:
-        return None
-    try:
-        digest = file_sha256(part)
-    except FileNotFoundError:
-        return None
-    blob = store.path_for(digest)
-    return blob if _same_file(blob, st) else None
 
 
 def remove_committed_staging(store: BlobStore, ledger: Ledger | None = None) -> list[Path]:
@@ -92,11 +62,11 @@ def remove_committed_staging(store: BlobStore, ledger: Ledger | None = None) -> 
     for path, st, task_id in parts:
         row = rows.get(task_id) if task_id is not None else None
         hints = (row.sha256, row.expected_sha256) if row else ()
-        if linked_blob(store, path, hints, st=st) is not None:
+        if store.stored_name_of(path, hints) is not None:
             if _unlink(path):
                 removed.append(path)
             continue
-        if row is not None and row.state == COMMITTED and row.sha256 and store.has(row.sha256) \
+        if row is not None and row.state == COMMITTED and row.sha256 and store.exists(row.sha256) \
                 and _unchanged(path, st) and _unlink(path):
             removed.append(path)
     if removed:
@@ -108,28 +78,14 @@ def remove_committed_staging(store: BlobStore, ledger: Ledger | None = None) -> 
 
 def _staged_parts(store: BlobStore) -> list[tuple[Path, os.stat_result, int | None]]:
     found = []
-    try:
-        entries = list(os.scandir(store.staging))
-    except FileNotFoundError:
-        return []
-    for entry in entries:
-        if not entry.name.endswith(".part"):
-            continue
+    for path in store.iter_parts():
         try:
-            st = entry.stat(follow_symlinks=False)
+            st = path.lstat()
         except FileNotFoundError:
             continue  # committed or removed meanwhile
-        match = _TASK_PART.match(entry.name)
-        found.append((Path(entry.path), st, int(match.group(1)) if match else None))
+        match = _TASK_PART.match(path.name)
+        found.append((path, st, int(match.group(1)) if match else None))
     return found
-
-
-def _same_file(path: Path, st: os.stat_result) -> bool:
-    try:
-        other = path.lstat()
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    return (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
 
 
 def _unchanged(path: Path, st: os.stat_result) -> bool:

@@ -1,8 +1,9 @@
-"""The content-addressed blob store: a blob is either absent or whole.
+"""The BlobStore (store/blob_store.py) on a local or shared filesystem: a blob is either absent or whole.
 
-Layout under the root:
+Layout under the root (homes written by earlier versions have the same one):
     sha256/<aa>/<bb>/<sha256-hex>   committed blobs, named by the hash of their bytes
-    staging/<name>.part             downloads in progress (same filesystem: rename is atomic)
+    staging/<name>.part             downloads in progress (same filesystem: link and rename are atomic)
+    quarantine/<sha256-hex>.<time>  blobs that failed a check, kept aside for a person to look at
 
 A commit is put-if-absent: fsync the staged file, re-check its hash, link it
 into place (os.link fails if the name exists, so two writers never overwrite
@@ -22,31 +23,26 @@ import re
 import shutil
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator
 
 from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob, file_sha256
 
-CHUNK = 1024 * 1024
+__all__ = ["CHUNK", "FilesystemBlobStore", "StoredBlob", "file_sha256", "storage_error"]
+
+BLOBS, STAGING, QUARANTINE = "sha256", "staging", "quarantine"
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 # Free space is read at most this often: a statfs per file is a system call
 # per item at thousands of items a second, and the guard keeps a margin anyway.
 FREE_SPACE_TTL_S = 0.5
 
 
-@dataclass(frozen=True)
-class CommitResult:
-    sha256: str
-    size: int
-    path: Path
-    created: bool  # False: the content was already stored (dedup)
-
-
-class BlobStore:
+class FilesystemBlobStore(BlobStore):
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)
-        self.blobs = self.root / "sha256"
-        self.staging = self.root / "staging"
+        self.blobs = self.root / BLOBS
+        self.staging = self.root / STAGING
         self._free_space: tuple[float, int] = (float("-inf"), 0)  # (read at, bytes free)
         # Inside deferred_sync(): (folders whose entries changed, staged names to drop).
         self._deferred: tuple[set[Path], list[Path]] | None = None
@@ -73,7 +69,7 @@ class BlobStore:
             for path in staged:
                 path.unlink(missing_ok=True)
 
-    def ensure(self) -> "BlobStore":
+    def ensure(self) -> "FilesystemBlobStore":
         if self.blobs.is_dir() and self.staging.is_dir():
             return self
         self.blobs.mkdir(parents=True, exist_ok=True)
@@ -82,6 +78,7 @@ class BlobStore:
         return self
 
     def path_for(self, sha256: str) -> Path:
+        """Where blob `sha256` lives (the layout above); for this module and its tests only."""
         sha256 = sha256.lower()
         if not _SHA256_HEX.fullmatch(sha256):
             raise ValueError(f"not a sha256 hex digest: {sha256!r}")
@@ -93,12 +90,86 @@ class BlobStore:
             raise ValueError(f"bad staging name {name!r}")
         return self.staging / f"{name}.part"
 
-    def has(self, sha256: str) -> bool:
+    def exists(self, sha256: str) -> bool:
         return self.path_for(sha256).is_file()
 
-    def commit(self, staged: Path, sha256: str, *, verify_hash: bool = True, synced: bool = False,
-               size: int | None = None) -> CommitResult:
-        """Move a verified staging file into the store under its hash.
+    def size(self, sha256: str) -> int:
+        return self.path_for(sha256).stat().st_size
+
+    def open(self, sha256: str) -> BinaryIO:
+        return open(self.path_for(sha256), "rb")
+
+    @contextmanager
+    def local_file(self, sha256: str) -> Iterator[Path]:
+        """The blob itself: it is never rewritten in place, so lending its name is safe."""
+        path = self.path_for(sha256)
+        if not path.is_file():
+            raise FileNotFoundError(errno.ENOENT, "blob not in the store", sha256)
+        yield path
+
+    def location(self, sha256: str) -> str:
+        return str(self.path_for(sha256))
+
+    def iter_sha256s(self) -> Iterator[str]:
+        if not self.blobs.is_dir():
+            return
+        for path in self.blobs.glob("*/*/*"):
+            # Not ours when not named by a hash (an editor's backup file, ...): neither list nor touch it.
+            if _SHA256_HEX.fullmatch(path.name) and path.is_file():
+                yield path.name
+
+    def quarantine(self, sha256: str) -> str:
+        target = self.root / QUARANTINE / f"{sha256}.{int(time.time())}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self.path_for(sha256).rename(target)  # same filesystem: atomic, and the bytes are kept
+        return str(target)
+
+    def put_stream_if_absent(self, stream: BinaryIO, sha256: str | None = None) -> StoredBlob:
+        staged = self.staging_path(f"stream-{os.getpid()}-{time.monotonic_ns()}")
+        stored = None
+        try:
+            digest = hashlib.sha256()
+            with open(staged, "wb") as out:
+                while chunk := stream.read(CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            if sha256 is not None and digest.hexdigest() != sha256.lower():
+                raise CrawlError(ErrorClass.HASH_MISMATCH, "streamed bytes do not hash to the expected name")
+            stored = self.put_if_absent(staged, digest.hexdigest(), verify_hash=False, synced=True)
+            return stored
+        except OSError as exc:
+            raise storage_error(exc, "put") from exc
+        finally:
+            # A blob linked inside deferred_sync() keeps its staged name until the block's flush.
+            if not (stored is not None and stored.created and self._deferred is not None):
+                staged.unlink(missing_ok=True)
+
+    def stored_name_of(self, staged: Path, hints: Iterable[str | None] = (), *,
+                       may_hash: bool = True) -> str | None:
+        """A staged file with one link is no blob's other name, and is never read."""
+        try:
+            st = staged.lstat()
+        except FileNotFoundError:
+            return None
+        if st.st_nlink < 2 or not staged.is_file():
+            return None
+        candidates = [hint.lower() for hint in hints if hint and _SHA256_HEX.fullmatch(hint.lower())]
+        for sha256 in dict.fromkeys(candidates):
+            if _same_file(self.path_for(sha256), st):
+                return sha256
+        if not may_hash:
+            return None
+        try:
+            digest = file_sha256(staged)
+        except FileNotFoundError:
+            return None
+        return digest if _same_file(self.path_for(digest), st) else None
+
+    def put_if_absent(self, staged: Path, sha256: str, *, verify_hash: bool = True, synced: bool = False,
+                      size: int | None = None) -> StoredBlob:
+        """Move a verified staging file into the store under its hash (the module docstring).
 
         verify_hash=False: the caller computed `sha256` over the very bytes it
         wrote to `staged` (the downloader hashes while streaming), so a re-read
@@ -134,7 +205,7 @@ class BlobStore:
                 for folder in changed_folders:
                     _fsync_dir(folder)
                 staged.unlink(missing_ok=True)
-            return CommitResult(sha256, size, target, created=True)
+            return StoredBlob(sha256, size, created=True)
         except OSError as exc:
             raise storage_error(exc, "commit") from exc
 
@@ -157,21 +228,27 @@ class BlobStore:
         return [target.parent, *reversed(made_in)]
 
     @staticmethod
-    def _already_stored(staged: Path, target: Path) -> CommitResult:
+    def _already_stored(staged: Path, target: Path) -> StoredBlob:
         """The content is already stored whole: drop our copy."""
         staged.unlink(missing_ok=True)
-        return CommitResult(target.name, target.stat().st_size, target, created=False)
+        return StoredBlob(target.name, target.stat().st_size, created=False)
 
-    def iter_blobs(self):
-        if not self.blobs.is_dir():
-            return
-        for path in self.blobs.glob("*/*/*"):
-            if path.is_file():
-                yield path
-
-    def iter_parts(self):
+    def iter_parts(self) -> Iterator[Path]:
         if self.staging.is_dir():
             yield from self.staging.glob("*.part")
+
+    def probe_writable(self) -> str:
+        """In the staging folder: the filesystem blobs land on (a put links from there)."""
+        self.staging.mkdir(parents=True, exist_ok=True)
+        probe = self.staging / f".health-{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            with open(probe, "wb") as handle:
+                handle.write(b"ok")
+                handle.flush()
+                os.fsync(handle.fileno())
+        finally:
+            probe.unlink(missing_ok=True)
+        return str(self.staging)
 
     def free_bytes(self) -> int:
         """Free bytes on the store's filesystem (read at most every FREE_SPACE_TTL_S)."""
@@ -182,14 +259,6 @@ class BlobStore:
             free = shutil.disk_usage(probe).free
             self._free_space = (now, free)
         return free
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def storage_error(exc: OSError, doing: str) -> CrawlError:
@@ -214,6 +283,14 @@ def _make_folders(folder: Path) -> list[Path]:
         except FileExistsError:
             pass
     return [path.parent for path in reversed(missing)]
+
+
+def _same_file(path: Path, st: os.stat_result) -> bool:
+    try:
+        other = path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
 
 
 def _fsync_file(path: Path) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.store.cas import file_sha256
+from media_crawler.store.blob_store import file_sha256
 from media_crawler.verify.images import DEFAULT_MAX_PIXELS, verify_image
 from media_crawler.verify.mp4 import verify_mp4
 from media_crawler.verify.signatures import HEAD_BYTES, describe_foreign, sniff

@@ -128,7 +128,7 @@ def test_a_lost_muxed_blob_is_made_again_from_the_tracks_not_downloaded(
 
     crawl_every_day(path, simulator, instance)
     remade = dash_groups(runtime.ledger)[lost.item_id]["mux"]
-    assert remade.state == COMMITTED and remade.sha256 == lost.sha256 and runtime.store.has(lost.sha256)
+    assert remade.state == COMMITTED and remade.sha256 == lost.sha256 and runtime.store.exists(lost.sha256)
     assert len(calls.read_text().splitlines()) == len(groups) + 1
 
 
@@ -158,6 +158,21 @@ def test_a_store_short_of_space_is_not_muxed_into(crawl_home, simulator, instanc
     mux_partition(runtime, config.sources[0], DayWindow(date.fromisoformat(video.day)), report)
     assert report.extra["items_muxed"] == 0 and report.extra["mux_failed"] >= 1
     assert not calls.exists()  # ffmpeg never started
+
+
+def test_a_track_lost_from_the_store_fails_its_group_not_the_partition(
+        crawl_home, simulator, instance, tmp_path, monkeypatch):
+    ffmpeg_on_path(tmp_path, monkeypatch, FAILING_FFMPEG)
+    path = bilibili_config(crawl_home, simulator)
+    _days, config = crawl_every_day(path, simulator, instance)  # tracks committed; the mux failed
+    calls = ffmpeg_on_path(tmp_path / "second", monkeypatch, COPYING_FFMPEG)
+    runtime = Runtime.from_config(config)
+    video = next(t for t in runtime.ledger.tasks() if t.variant.startswith("video-"))
+    runtime.store.path_for(video.sha256).unlink()
+    report = StageReport("commit")
+    mux_partition(runtime, config.sources[0], DayWindow(date.fromisoformat(video.day)), report)
+    assert report.extra["mux_failed"] >= 1
+    assert not calls.exists() or len(calls.read_text().splitlines()) == report.extra["items_muxed"]
 
 
 @pytest.mark.parametrize("mux_on, has_ffmpeg, reason", [

@@ -13,7 +13,7 @@ from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import download_partition
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.store import cas
-from media_crawler.store.cas import BlobStore
+from media_crawler.store.cas import FilesystemBlobStore
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.recovery.crawl_worker import crawl
 from media_crawler_tests.recovery.support import (
@@ -41,7 +41,7 @@ def finish_and_check(config, simulator) -> None:
 
 
 def test_below_min_free_bytes_no_download_is_admitted(config, simulator, monkeypatch):
-    monkeypatch.setattr(BlobStore, "free_bytes", lambda self: config.min_free_bytes - 1)
+    monkeypatch.setattr(FilesystemBlobStore, "free_bytes", lambda self: config.min_free_bytes - 1)
     runtime = Runtime.from_config(config)
     source, window = config.source_by_key(PARTITION[0]), DayWindow.parse(PARTITION[1])
     discover(runtime, source, window)

@@ -15,7 +15,7 @@ from media_crawler.cli import main as cli_main
 from media_crawler.config import load_config
 from media_crawler.recovery.liveness import lease_owner, process_token
 from media_crawler.recovery.reconcile import reconcile
-from media_crawler.store.cas import BlobStore
+from media_crawler.store.cas import FilesystemBlobStore
 from media_crawler.store.ledger import Ledger, T
 from media_crawler_tests.recovery.crawl_worker import crawl
 from media_crawler_tests.recovery.support import assert_converged, partition_truth, write_recovery_config
@@ -29,7 +29,7 @@ OLD = time.time() - 3600
 def crawled(crawl_home, simulator):
     config = load_config(write_recovery_config(crawl_home, simulator))
     crawl(str(config.path), SPECS)
-    return config, Ledger(config.ledger_url), BlobStore(config.store_root)
+    return config, Ledger(config.ledger_url), FilesystemBlobStore(config.store_root)
 
 
 def dead_process_token() -> str:

@@ -7,7 +7,7 @@ import os
 import time
 
 from media_crawler.cli import main as cli_main
-from media_crawler.store.cas import BlobStore
+from media_crawler.store.cas import FilesystemBlobStore
 from media_crawler.store.database import dispose_engines
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.recovery.test_fetch_urls_killed_ten_times import FeedServer
@@ -70,7 +70,7 @@ def test_a_fetch_urls_store_with_its_own_ledger_url(tmp_path, monkeypatch, capsy
         assert not (root / "ledger.db").exists(), "a wrong guess must not create an empty ledger"
         assert cli_main(["reconcile", "--store", str(root), "--ledger", ledger_url]) == 0
         assert "checked 4 rows, 4 blobs" in capsys.readouterr().out
-        assert Ledger(ledger_url).state_counts() == {"committed": 4} and len(list(BlobStore(root).iter_blobs())) == 4
+        assert Ledger(ledger_url).state_counts() == {"committed": 4} and len(list(FilesystemBlobStore(root).iter_sha256s())) == 4
     finally:
         dispose_engines()
 

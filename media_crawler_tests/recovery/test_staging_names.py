@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import update
 
 from media_crawler.cli import main as cli_main
-from media_crawler.recovery.staging import linked_blob, remove_committed_staging
-from media_crawler.store.cas import BlobStore
+from media_crawler.recovery.staging import remove_committed_staging
+from media_crawler.store.cas import FilesystemBlobStore
 from media_crawler.store.database import dispose_engines
 from media_crawler.store.ledger import Ledger, T
 from media_crawler_tests.recovery.test_fetch_urls_killed_ten_times import FeedServer
@@ -30,13 +30,13 @@ def fetch(server: FeedServer, store, *extra: str) -> int:
 
 @pytest.fixture
 def fetched(tmp_path, monkeypatch, capsys):
-    """(server, store folder, ledger, BlobStore) of a finished fetch-urls run over 10 files."""
+    """(server, store folder, ledger, FilesystemBlobStore) of a finished fetch-urls run over 10 files."""
     monkeypatch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
     with FeedServer(files=10, latency_s=0.0) as server:
         store = tmp_path / "store"
         assert fetch(server, store) == 0
         capsys.readouterr()
-        yield server, store, Ledger(f"sqlite:///{store / 'ledger.db'}"), BlobStore(store)
+        yield server, store, Ledger(f"sqlite:///{store / 'ledger.db'}"), FilesystemBlobStore(store)
     dispose_engines()
 
 
@@ -45,7 +45,7 @@ def set_row(ledger: Ledger, task_id: int, **values) -> None:
         conn.execute(update(T).where(T.c.id == task_id).values(**values))
 
 
-def killed_between_link_and_unlink(ledger: Ledger, store: BlobStore, task) -> None:
+def killed_between_link_and_unlink(ledger: Ledger, store: FilesystemBlobStore, task) -> None:
     """What fetch-urls leaves when killed inside store.commit: the blob linked, the staging
     name not yet dropped, the row's batched transitions never written."""
     os.link(store.path_for(task.sha256), store.staging_path(task.staging_name))
@@ -53,9 +53,9 @@ def killed_between_link_and_unlink(ledger: Ledger, store: BlobStore, task) -> No
             lease_owner=f"{dead_process_token()}:run:nonce", lease_expires_at=None)
 
 
-def all_blobs_whole(store: BlobStore) -> bool:
-    return all(hashlib.sha256(path.read_bytes()).hexdigest() == path.name and path.stat().st_nlink == 1
-               for path in store.iter_blobs())
+def all_blobs_whole(store: FilesystemBlobStore) -> bool:
+    return all(hashlib.sha256(store.path_for(name).read_bytes()).hexdigest() == name
+               and store.path_for(name).stat().st_nlink == 1 for name in store.iter_sha256s())
 
 
 def test_names_of_committed_content_go_and_everything_else_stays(fetched, tmp_path):
@@ -81,8 +81,8 @@ def test_names_of_committed_content_go_and_everything_else_stays(fetched, tmp_pa
     os.link(outside, store.staging_path("task-999999"))
 
     unhinted_part = store.staging_path(linked_unhinted.staging_name)
-    assert linked_blob(store, unhinted_part) == store.path_for(linked_unhinted.sha256)
-    assert linked_blob(store, store.staging_path(committed_copy.staging_name)) is None, "one link: nobody's second name"
+    assert store.stored_name_of(unhinted_part) == linked_unhinted.sha256
+    assert store.stored_name_of(store.staging_path(committed_copy.staging_name)) is None, "one link: nobody's second name"
 
     removed = {path.name for path in remove_committed_staging(store, ledger)}
     assert removed == {f"{linked_hinted.staging_name}.part", f"{linked_unhinted.staging_name}.part",
@@ -106,11 +106,11 @@ def test_a_store_left_by_a_kill_inside_commit_converges_once_a_run_sweeps(fetche
     """The sweep is what a restart needs: with it (as the download stage calls it), the next
     fetch-urls run leaves the clean store; without it, the names stay (the issue's 4 leftovers)."""
     server, root, ledger, store = fetched
-    before = {path.name: path.read_bytes() for path in store.iter_blobs()}
+    before = {name: store.path_for(name).read_bytes() for name in store.iter_sha256s()}
     for task in sorted(ledger.tasks(states=["committed"]), key=lambda task: task.id)[:4]:
         killed_between_link_and_unlink(ledger, store, task)
     remove_committed_staging(store, ledger)  # what the restart's download stage does first
     assert fetch(server, root) == 0
     assert list(store.iter_parts()) == []
-    assert {path.name: path.read_bytes() for path in store.iter_blobs()} == before
+    assert {name: store.path_for(name).read_bytes() for name in store.iter_sha256s()} == before
     assert ledger.state_counts() == {"committed": 10}

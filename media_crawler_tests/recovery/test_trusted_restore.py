@@ -22,7 +22,7 @@ from media_crawler.recovery.backup import ADAPTER_CREDENTIALS, backup, credentia
 from media_crawler.recovery.dispatch import instigator_running
 from media_crawler.recovery.restore import BackupTooNew, first_successful_partition, restore
 from media_crawler.scrub import DEFAULT_CREDENTIAL_ENVS
-from media_crawler.store.cas import BlobStore
+from media_crawler.store.cas import FilesystemBlobStore
 from media_crawler.store.database import dispose_engines
 from media_crawler.store.ledger import Ledger
 from media_crawler.store.schema import SCHEMA_VERSION
@@ -51,7 +51,7 @@ def small_crawl(tmp_path, monkeypatch):
     }))
     config = load_config(path)
     Ledger(config.ledger_url)
-    store = BlobStore(config.store_root).ensure()
+    store = FilesystemBlobStore(config.store_root).ensure()
     data = b"one blob"
     blob = store.path_for(hashlib.sha256(data).hexdigest())
     blob.parent.mkdir(parents=True)

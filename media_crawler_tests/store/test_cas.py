@@ -5,60 +5,60 @@ import os
 import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.store.cas import BlobStore
+from media_crawler.store.cas import FilesystemBlobStore
 
 
-def stage(store: BlobStore, name: str, data: bytes):
+def stage(store: FilesystemBlobStore, name: str, data: bytes):
     part = store.staging_path(name)
     part.write_bytes(data)
     return part, hashlib.sha256(data).hexdigest()
 
 
 def test_commit_moves_staged_bytes_under_their_hash(tmp_path):
-    store = BlobStore(tmp_path).ensure()
+    store = FilesystemBlobStore(tmp_path).ensure()
     part, digest = stage(store, "task-1", b"jpeg bytes")
-    result = store.commit(part, digest)
-    assert result.created and result.path == tmp_path / "sha256" / digest[:2] / digest[2:4] / digest
-    assert result.path.read_bytes() == b"jpeg bytes"
+    result = store.put_if_absent(part, digest)
+    assert result.created and store.path_for(digest) == tmp_path / "sha256" / digest[:2] / digest[2:4] / digest
+    assert store.path_for(digest).read_bytes() == b"jpeg bytes"
     assert not part.exists()
 
 
 def test_same_content_twice_is_stored_once(tmp_path):
-    store = BlobStore(tmp_path).ensure()
+    store = FilesystemBlobStore(tmp_path).ensure()
     first, digest = stage(store, "task-1", b"same")
     second, _ = stage(store, "task-2", b"same")
-    assert store.commit(first, digest).created
-    assert not store.commit(second, digest).created
-    assert len(list(store.iter_blobs())) == 1 and not list(store.iter_parts())
+    assert store.put_if_absent(first, digest).created
+    assert not store.put_if_absent(second, digest).created
+    assert len(list(store.iter_sha256s())) == 1 and not list(store.iter_parts())
 
 
 def test_wrong_hash_never_enters_the_store(tmp_path):
-    store = BlobStore(tmp_path).ensure()
+    store = FilesystemBlobStore(tmp_path).ensure()
     part, _ = stage(store, "task-1", b"bytes")
     with pytest.raises(CrawlError) as info:
-        store.commit(part, hashlib.sha256(b"other").hexdigest())
+        store.put_if_absent(part, hashlib.sha256(b"other").hexdigest())
     assert info.value.error_class is ErrorClass.HASH_MISMATCH
-    assert list(store.iter_blobs()) == []
+    assert list(store.iter_sha256s()) == []
 
 
 def test_recommit_after_crash_between_link_and_ledger_is_a_no_op(tmp_path):
     """The part was linked and unlinked, then the process died before the ledger row."""
-    store = BlobStore(tmp_path).ensure()
+    store = FilesystemBlobStore(tmp_path).ensure()
     part, digest = stage(store, "task-1", b"data")
-    store.commit(part, digest)
-    again = store.commit(part, digest)  # .part is gone now; the blob is whole
-    assert not again.created and again.path.read_bytes() == b"data"
+    store.put_if_absent(part, digest)
+    again = store.put_if_absent(part, digest)  # .part is gone now; the blob is whole
+    assert not again.created and store.path_for(digest).read_bytes() == b"data"
 
 
 def test_staging_names_cannot_escape_the_staging_folder(tmp_path):
-    store = BlobStore(tmp_path).ensure()
+    store = FilesystemBlobStore(tmp_path).ensure()
     for bad in ("../x", "a/b", ".hidden", ""):
         with pytest.raises(ValueError):
             store.staging_path(bad)
 
 
 def test_enospc_is_disk_full(tmp_path, monkeypatch):
-    store = BlobStore(tmp_path).ensure()
+    store = FilesystemBlobStore(tmp_path).ensure()
     part, digest = stage(store, "task-1", b"data")
 
     def no_space(*_args):
@@ -66,27 +66,27 @@ def test_enospc_is_disk_full(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "link", no_space)
     with pytest.raises(CrawlError) as info:
-        store.commit(part, digest)
+        store.put_if_absent(part, digest)
     assert info.value.error_class is ErrorClass.DISK_FULL
-    assert list(store.iter_blobs()) == []
+    assert list(store.iter_sha256s()) == []
 
 
 def test_commit_with_known_size_makes_missing_folders_and_dedups_by_link(tmp_path):
     """The fast path (hash computed while streaming): the link is the existence test."""
-    store = BlobStore(tmp_path).ensure()
+    store = FilesystemBlobStore(tmp_path).ensure()
     first, digest = stage(store, "task-1", b"streamed")
-    created = store.commit(first, digest, verify_hash=False, synced=True, size=8)
-    assert created.created and created.size == 8 and created.path.read_bytes() == b"streamed"
+    created = store.put_if_absent(first, digest, verify_hash=False, synced=True, size=8)
+    assert created.created and created.size == 8 and store.path_for(digest).read_bytes() == b"streamed"
     second, _ = stage(store, "task-2", b"streamed")
-    again = store.commit(second, digest, verify_hash=False, synced=True, size=8)
-    assert not again.created and not second.exists() and again.path == created.path
+    again = store.put_if_absent(second, digest, verify_hash=False, synced=True, size=8)
+    assert not again.created and not second.exists() and again.sha256 == created.sha256
 
 
 def test_a_missing_staged_file_is_an_error_not_a_new_folder(tmp_path):
-    store = BlobStore(tmp_path).ensure()
+    store = FilesystemBlobStore(tmp_path).ensure()
     digest = hashlib.sha256(b"gone").hexdigest()
     with pytest.raises(CrawlError) as info:
-        store.commit(store.staging_path("task-9"), digest, verify_hash=False, synced=True, size=4)
+        store.put_if_absent(store.staging_path("task-9"), digest, verify_hash=False, synced=True, size=4)
     assert info.value.error_class is ErrorClass.STORAGE_ERROR
     assert not (tmp_path / "sha256" / digest[:2]).exists()
 
@@ -95,7 +95,7 @@ def test_free_space_is_read_at_most_every_half_second(tmp_path, monkeypatch):
     import shutil
     from collections import namedtuple
 
-    store = BlobStore(tmp_path).ensure()
+    store = FilesystemBlobStore(tmp_path).ensure()
     usage = namedtuple("usage", "total used free")
     answers = iter([usage(10, 5, 5), usage(10, 9, 1)])
     monkeypatch.setattr(shutil, "disk_usage", lambda _path: next(answers))
@@ -110,7 +110,7 @@ def test_folders_a_commit_makes_are_synced_in_their_parents(tmp_path, monkeypatc
 
     synced = []
     monkeypatch.setattr(cas, "_fsync_dir", synced.append)
-    store = BlobStore(tmp_path).ensure()
+    store = FilesystemBlobStore(tmp_path).ensure()
     blobs = tmp_path / "sha256"
     assert synced == [tmp_path]  # ensure() made sha256/ and staging/
 
@@ -121,7 +121,7 @@ def test_folders_a_commit_makes_are_synced_in_their_parents(tmp_path, monkeypatc
         for folder in folders[:existing_levels]:
             folder.mkdir(exist_ok=True)
         synced.clear()
-        store.commit(part, digest, verify_hash=False, synced=True, size=len(data))
+        store.put_if_absent(part, digest, verify_hash=False, synced=True, size=len(data))
         return digest
 
     first = commit(b"first blob", existing_levels=0)  # sha256/ab/ and sha256/ab/cd/ made
@@ -132,5 +132,5 @@ def test_folders_a_commit_makes_are_synced_in_their_parents(tmp_path, monkeypatc
     assert synced == [blobs / third[:2] / third[2:4]]
 
     synced.clear()
-    BlobStore(tmp_path).ensure()  # an existing store: nothing to sync
+    FilesystemBlobStore(tmp_path).ensure()  # an existing store: nothing to sync
     assert synced == []

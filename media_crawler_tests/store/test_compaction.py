@@ -8,7 +8,7 @@ from dagster import DagsterInstance
 from media_crawler.commands.crawl import crawl
 from media_crawler.commands.export import manifest_rows
 from media_crawler.config import load_config
-from media_crawler.store.cas import BlobStore
+from media_crawler.store.cas import FilesystemBlobStore
 from media_crawler.store.compaction import compact, ledger_bytes, reclaim_space
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.recovery.support import media_requests, write_recovery_config
@@ -20,7 +20,7 @@ def test_a_compacted_ledger_keeps_its_manifest_and_seen_set_and_shrinks(crawl_ho
     config = load_config(write_recovery_config(crawl_home, simulator))
     with DagsterInstance.ephemeral() as instance:
         assert not crawl(config.path, [DAY], instance=instance).failed
-        ledger, store = Ledger(config.ledger_url), BlobStore(config.store_root)
+        ledger, store = Ledger(config.ledger_url), FilesystemBlobStore(config.store_root)
         manifest = list(manifest_rows(ledger, store))
         states = ledger.state_counts()
         reclaim_space(ledger)
