@@ -47,6 +47,14 @@ class RateBudget(Protocol):
         """Hold one of the platform's concurrent-request slots."""
 
 
+def slow_down_if_asked(budget: RateBudget | None, platform: str, error: CrawlError) -> None:
+    """A rate-limit answer, on a feed page or a media file, slows every request to its
+    platform (the shared budget), for PENALTY_SECONDS or as long as its Retry-After
+    asked, whichever is longer. The one place both request paths decide it."""
+    if error.policy.slows_platform and budget is not None:
+        budget.penalize(platform, seconds=max(PENALTY_SECONDS, error.retry_after or 0.0))
+
+
 @dataclass(frozen=True)
 class AttemptReport:
     attempt: int  # counts from 1
@@ -141,9 +149,7 @@ def download_with_retries(
                     session, replace(request, url=current.url, validator=current.validator), policy, current.remember
                 )
         except CrawlError as error:
-            # Slow the platform even when this item retries no more: other items still ask.
-            if error.policy.slows_platform and budget is not None:
-                budget.penalize(platform, seconds=max(PENALTY_SECONDS, error.retry_after or 0.0))
+            slow_down_if_asked(budget, platform, error)  # even when this item retries no more: others still ask
             raise
 
     def recover(error: CrawlError, delay: float) -> float | None:

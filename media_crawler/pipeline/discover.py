@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from media_crawler.download.retry import PENALTY_SECONDS
+from media_crawler.download.retry import slow_down_if_asked
 from media_crawler.errors import CrawlError
 from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
 from media_crawler.observe.events import log_item
@@ -77,10 +77,7 @@ def discover_sources(runtime: Runtime, sources: Sequence[Source], window: DayWin
         try:
             report = discover(runtime, source, window, run_id=run_id)
         except CrawlError as error:
-            if error.policy.slows_platform:
-                # A 429 on a feed page slows every request to the platform, as on the media
-                # path (download/retry.py), for at least as long as it asked us to wait.
-                runtime.budget.penalize(source.platform, seconds=max(PENALTY_SECONDS, error.retry_after or 0.0))
+            slow_down_if_asked(runtime.budget, source.platform, error)
             since = open_feed_error_since(runtime.ledger, source.key, day) or time.time()
             return SourceFailure(source.key, error, since)
         mark_feed_finished(runtime.ledger, source.key, day, report.new, run_id)
