@@ -52,6 +52,31 @@ def time_command(argv: list[str], config: str, repeat: int, env: dict[str, str])
     return statistics.median(runs), runs, len(out)
 
 
+def first_scrapes(config_path: str, count: int, env: dict[str, str]) -> list[tuple[float, str]]:
+    """A ledger never folded before (as after a restore): each scrape folds one chunk."""
+    sys.path.insert(0, str(ROOT))
+    from sqlalchemy import delete
+
+    from media_crawler.observe.target import observed_config
+    from media_crawler.store import schema
+    from media_crawler.store.ledger import Ledger
+    from media_crawler.store.reports.delay_fold import FOLD_SOURCE_KEY
+
+    engine = Ledger(observed_config(config_path).ledger_url).engine
+    with engine.begin() as conn:
+        conn.execute(delete(schema.cursors).where(schema.cursors.c.source_key == FOLD_SOURCE_KEY))
+    result = []
+    for _ in range(count):
+        started = time.monotonic()
+        done = subprocess.run([*cli(), "metrics", "--once", "--config", config_path], env=env, capture_output=True,
+                              check=True, text=True)
+        seconds = time.monotonic() - started
+        line = next((line for line in done.stdout.splitlines()
+                     if line.startswith("media_crawler_delay_histograms_complete ")), "? ?")
+        result.append((seconds, line.split()[-1]))
+    return result
+
+
 def per_query(config_path: str, repeat: int) -> list[tuple[str, float]]:
     sys.path.insert(0, str(ROOT))
     from media_crawler.models import PLATFORMS
@@ -98,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("targets", nargs="+", help="NAME=path/to/sources.yaml")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--per-query", action="store_true")
+    parser.add_argument("--first-scrapes", type=int, default=0, metavar="N",
+                        help="drop the ledger's saved histogram fold, then time N `metrics --once` in a row")
     parser.add_argument("--only", action="append", help="time only these commands (e.g. 'status')")
     parser.add_argument("--project", type=Path, default=None,
                         help="run the commands from this checkout (PYTHONPATH) instead of the installed one")
@@ -120,6 +147,12 @@ def main(argv: list[str] | None = None) -> int:
                 median, runs, size = time_command(command, config, args.repeat, env)
                 cells.append(f"{median:.2f} s ({', '.join(f'{r:.2f}' for r in runs)}; {size / 1024:.0f} KiB)")
             print(f"| `{label}` | {' | '.join(cells)} |", flush=True)
+    if args.first_scrapes:
+        for target in args.targets:
+            name, config = target.split("=", 1)
+            print(f"\n{name}: `metrics --once` on a ledger whose histogram fold was dropped, scrape by scrape:")
+            for scrape, (seconds, complete) in enumerate(first_scrapes(config, args.first_scrapes, env), 1):
+                print(f"  scrape {scrape:>2}: {seconds:.2f} s, histograms complete: {complete}", flush=True)
     if args.per_query:
         for target in args.targets:
             name, config = target.split("=", 1)

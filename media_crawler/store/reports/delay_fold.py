@@ -15,7 +15,7 @@ from media_crawler.store.reports.delays import (COMMIT_SETTLE_S, DELAY_BUCKETS, 
 # Version 2 keeps whether the fold has caught up with the ledger (FOLD_CHUNK_ROWS).
 FOLD_SOURCE_KEY, FOLD_NAME, FOLD_VERSION = "__metrics__", "delay_histograms", 2
 FOLD_SAVE_S = 300.0
-FOLD_CHUNK_ROWS = 100_000  # rows a scrape folds at most (~0.5 s here) while catching up
+FOLD_CHUNK_ROWS = 50_000  # rows a scrape folds at most (~0.3 s here) while catching up
 FOLD_SAVE_BUSY_MS = 2000  # SQLite: a scrape waits this long at most for the write lock, then skips the save
 
 
