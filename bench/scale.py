@@ -76,6 +76,11 @@ ROWS = {  # --all runs them in this order
 # partition, as the 10k row's 1 shard does, so the two differ in the ledger's size, the
 # registered sources and the partition count, not in how long a partition works.
 EXTRA_ROWS = {"pg-100k-w4": dict(kind="daemon", world="100k", workers=4, shards=10),
+              # The 1-vs-4-worker pair on 64 partitions (4 shards, 40 sources each) instead of 16: with
+              # 16, the backfill's tail (the last of bilibili's 4 long partitions, dequeued in day
+              # order) bounds the 4-worker row, not the workers.
+              "pg-10k-w1-s4": dict(kind="daemon", world="10k", workers=1, shards=4),
+              "pg-10k-w4-s4": dict(kind="daemon", world="10k", workers=4, shards=4),
               # The daemon with nothing to run, 640 sources: its per-second CPU (queue, sensors, monitoring).
               "daemon-idle-10k": dict(kind="idle", world="10k", workers=4, seconds=90)}
 

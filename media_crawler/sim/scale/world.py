@@ -25,8 +25,14 @@ from media_crawler.sim.seeded import BASE62, BV_ALPHABET, Seeded
 from media_crawler.sim.world import SourceSpec
 
 POST_CACHE = 2048  # posts kept (each a few dozen small objects)
-CONTENT_CACHE_BYTES = 32 * 2**20
-SHA_CACHE = 16_384
+# A crawl asks for each file's sha256 and size with every feed page holding it (a feed
+# is walked once per day partition) and for its bytes later, after thousands of other
+# files: caches smaller than a world's files made the simulator render each one up to
+# five times at 100k items (8 ms of its CPU per item, against 2-4 at 10k), so it, not
+# the crawler, set the pace. Both stay bounded whatever the world's size: ~250 MB and
+# ~40 MB at most, ~150k small files.
+CONTENT_CACHE_BYTES = 256 * 2**20
+SHA_CACHE = 262_144
 # Real-sized pages where the client cannot choose (the demo's are tiny so it pages).
 PAGE_SIZES = {"weibo-m": 10, "weibo": 20, "urls": 100}
 
