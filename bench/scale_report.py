@@ -21,7 +21,7 @@ def big(runs, floor=500):
 def main(directory: Path) -> int:
     rows = load(directory)
     print("| row | path | sources | items | workers | wall s | items/s | crawler CPU ms/item | PG backends CPU ms/item "
-          "| sim CPU ms/item | busiest 1 s per platform (budget 240) | runs | items/run (min-max) |")
+          "| sim CPU ms/item | busiest ≥1 s window per platform (budget: rate × window + burst, see each row) | runs | items/run (min-max) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
         if r["kind"] in ("sensors", "idle"):

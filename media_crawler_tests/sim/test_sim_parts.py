@@ -92,3 +92,20 @@ def test_api_latency_delays_platform_answers_only(monkeypatch):
     assert slept == [0.05], "the simulator's own routes answer at once"
     with pytest.raises(ValueError, match="api-latency-ms"):
         Behaviour(api_latency_ms=-1)
+
+
+def test_stats_totals_leave_out_the_per_path_part():
+    """A poller of a big world asks for the totals only (?per_path=0)."""
+    import json
+
+    from media_crawler.sim.app import SimulatorApp
+    from media_crawler.sim.exchange import Request
+    from media_crawler.sim.world import World
+
+    simulator = SimulatorApp(World(1))
+    send = lambda path, pairs=(): simulator.dispatch(Request("GET", path, pairs, {}, "http://127.0.0.1:1"))  # noqa: E731
+    ask = lambda path, pairs=(): json.loads(send(path, pairs).body)  # noqa: E731
+    send("/urls/nothing-here")
+    assert "by_path" in ask("/_sim/stats")
+    totals = ask("/_sim/stats", (("per_path", "0"),))
+    assert "by_path" not in totals and totals["requests"]

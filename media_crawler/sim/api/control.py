@@ -45,7 +45,7 @@ class ControlApi:
             except ValueError as error:
                 return json_response({"error": str(error)}, status=400)
         if subpath == "/stats" and request.method in ("GET", "HEAD"):
-            snapshot = self.stats.snapshot()
+            snapshot = self.stats.snapshot(per_path=request.param("per_path") != "0")
             if request.param("reset") == "1":
                 self.reset()
             return json_response(snapshot)
