@@ -417,13 +417,25 @@ def world_days(world: dict) -> list[str]:
     return [(DEFAULT_END_DATE - timedelta(days=offset)).isoformat() for offset in reversed(range(world["days"]))]
 
 
+def production_home(sim: "Sim", workdir: Path, spec: dict) -> tuple[Path, Path]:
+    """(sources.yaml, DAGSTER_HOME) of a production-path row: the row's shard count, and
+    deploy/dagster.postgres.yaml rendered for its workers."""
+    from media_crawler.deploy.workers import WorkerPlan, render_instance_yaml
+
+    config_path = write_config(sim, workdir, spec["workers"], None, spec.get("shards", 1))
+    home = workdir / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(render_instance_yaml(REPO / "deploy" / "dagster.postgres.yaml",
+                                                            WorkerPlan(spec["workers"])))
+    return config_path, home
+
+
 def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> dict:
     from dagster import DagsterInstance, RunsFilter
 
     from media_crawler.commands.crawl import prepare_home
     from media_crawler.config import LEDGER_ENV, load_config
     from media_crawler.deploy.services import WORKSPACE, ServiceGroup, dagster_env
-    from media_crawler.deploy.workers import WorkerPlan, render_instance_yaml
     from media_crawler.store.ledger import Ledger
 
     world = WORLDS[spec["world"]]
@@ -435,11 +447,7 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
     os.environ.update(extra)
     queue = None
     try:
-        config_path = write_config(sim, workdir, spec["workers"], None, spec.get("shards", 1))
-        home = workdir / "dagster_home"
-        home.mkdir()
-        (home / "dagster.yaml").write_text(render_instance_yaml(REPO / "deploy" / "dagster.postgres.yaml",
-                                                                WorkerPlan(spec["workers"])))
+        config_path, home = production_home(sim, workdir, spec)
         if celery:
             settings = yaml.safe_load((REPO / "deploy" / "celery.yaml").read_text())
             queue = f"mc_scale_{uuid.uuid4().hex[:8]}"
@@ -528,7 +536,6 @@ def idle_row(name: str, spec: dict, workdir: Path) -> dict:
     from media_crawler.commands.crawl import prepare_home
     from media_crawler.config import LEDGER_ENV, load_config
     from media_crawler.deploy.services import ServiceGroup, dagster_env
-    from media_crawler.deploy.workers import WorkerPlan, render_instance_yaml
 
     world = WORLDS[spec["world"]]
     db, url = createdb()
@@ -537,11 +544,7 @@ def idle_row(name: str, spec: dict, workdir: Path) -> dict:
     os.environ.update(extra)
     sampler = CpuSampler(backends=backend_pids(db))
     try:
-        config_path = write_config(sim, workdir, spec["workers"], None, spec.get("shards", 1))
-        home = workdir / "dagster_home"
-        home.mkdir()
-        (home / "dagster.yaml").write_text(render_instance_yaml(REPO / "deploy" / "dagster.postgres.yaml",
-                                                                WorkerPlan(spec["workers"])))
+        config_path, home = production_home(sim, workdir, spec)
         env = dagster_env(dagster_home=home, config_path=config_path, media_home=workdir, extra=extra)
         with DagsterInstance.from_config(str(home)) as instance:
             prepare_home(instance, load_config(config_path))
