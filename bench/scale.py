@@ -57,6 +57,9 @@ WORLDS = {
     "10k": dict(accounts=160, days=4, posts_per_day=2, media_per_post=2),
     "40k": dict(accounts=640, days=4, posts_per_day=2, media_per_post=2),
     "100k": dict(accounts=1600, days=4, posts_per_day=2, media_per_post=2),
+    # The same item counts over 2 days with twice the accounts: partitions twice as big.
+    "10k-2d": dict(accounts=320, days=2, posts_per_day=2, media_per_post=2),
+    "100k-2d": dict(accounts=3200, days=2, posts_per_day=2, media_per_post=2),
 }
 LATENCY_MS = 100.0  # before every media answer: the I/O-bound world the worker rows ask for
 API_LATENCY_MS = 50.0  # before every API answer (feed pages, play URLs): a real API takes 100-300 ms
@@ -81,6 +84,17 @@ EXTRA_ROWS = {"pg-100k-w4": dict(kind="daemon", world="100k", workers=4, shards=
               # order) bounds the 4-worker row, not the workers.
               "pg-10k-w1-s4": dict(kind="daemon", world="10k", workers=1, shards=4),
               "pg-10k-w4-s4": dict(kind="daemon", world="10k", workers=4, shards=4),
+              # Balanced partitions (docs/SHARDS.md, "Picking the shard count"): a bilibili source yields
+              # 2.7x the items of the others (a part is video + audio), so bilibili gets 3x their shards,
+              # and 2 days of twice the accounts make every partition ~1,070-1,180 items (24 s of
+              # work at 4 threads): 12 partitions at 10k, 120 at 100k, no platform's runs longer than
+              # the others'. The three rows run in one invocation (--row ... --row ...).
+              "pg-10k-w1-b": dict(kind="daemon", world="10k-2d", workers=1,
+                                  shards=dict(bilibili=3, weibo=1, facebook=1, urls=1)),
+              "pg-10k-w4-b": dict(kind="daemon", world="10k-2d", workers=4,
+                                  shards=dict(bilibili=3, weibo=1, facebook=1, urls=1)),
+              "pg-100k-w4-b": dict(kind="daemon", world="100k-2d", workers=4,
+                                   shards=dict(bilibili=30, weibo=10, facebook=10, urls=10)),
               # The daemon with nothing to run, 640 sources: its per-second CPU (queue, sensors, monitoring).
               "daemon-idle-10k": dict(kind="idle", world="10k", workers=4, seconds=90)}
 
@@ -106,6 +120,7 @@ class CpuSampler(threading.Thread):
         self.sessions: set[int] = set()
         self.interval, self.backends = interval, backends
         self.last: dict[int, dict] = {}
+        self.roles: dict[int, str] = {}
         self.backend_ticks: dict[int, int] = {}
         self.stopping = threading.Event()
         self.lock = threading.Lock()
@@ -127,6 +142,8 @@ class CpuSampler(threading.Thread):
                     self.last[pid]["gone"] = True
             for pid, stat in seen.items():
                 self.last[pid] = stat
+                if pid not in self.roles:
+                    self.roles[pid] = process_role(pid)
         if self.backends:
             for pid in self.backends():
                 stat = _stat(pid)
@@ -148,8 +165,55 @@ class CpuSampler(threading.Thread):
                          if s.get("gone") and s["ppid"] not in live)
         return total
 
+    def ticks_by_role(self) -> dict[str, int]:
+        """The ticks of `ticks()` by what each process is (`process_role`). A process that
+        exited under a live parent is in the parent's cutime; it is split out by its own
+        last sample (its own ticks to its role, its reaped children's to theirs: a code
+        server's children are run workers), and what it used after that sample is left
+        to "<parent role> (exited, after last sample)"."""
+        self.sample()
+        totals: dict[str, int] = defaultdict(int)
+        with self.lock:
+            live = {pid for pid, s in self.last.items() if not s.get("gone")}
+            for pid, stat in self.last.items():
+                role = self.roles.get(pid, "other")
+                if pid in live or stat["ppid"] not in live:
+                    totals[role] += stat["own"]
+                    children = stat["children"]
+                    if pid in live:  # its exited children, from their last samples
+                        for kid in (k for k, s in self.last.items() if s.get("gone") and s["ppid"] == pid):
+                            kid_stat, kid_role = self.last[kid], self.roles.get(kid, "other")
+                            totals[kid_role] += kid_stat["own"]
+                            totals[CHILDREN_ROLE.get(kid_role, kid_role)] += kid_stat["children"]
+                            children -= kid_stat["own"] + kid_stat["children"]
+                        totals[f"{role} (exited, after last sample)"] += children
+                    else:
+                        totals[CHILDREN_ROLE.get(role, role)] += children
+        return dict(totals)
+
     def stop(self) -> None:
         self.stopping.set()
+
+
+# The first of these found in a process's command line names its role in ticks_by_role. The
+# code server starts each run worker with multiprocessing's spawn (dagster/_grpc/server.py).
+ROLE_MARKS = (("multiprocessing.spawn", "run_worker"), ("multiprocessing.resource_tracker", "run_worker"),
+              ("execute_step", "step_worker"), ("api grpc", "code_server"), ("code-server", "code_server"),
+              ("dagster-daemon", "daemon"), ("celery", "celery_worker"))
+CHILDREN_ROLE = {"code_server": "run_worker"}
+
+
+def process_role(pid: int) -> str:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "other"
+    return next((role for mark, role in ROLE_MARKS if mark in cmdline), "other")
+
+
+def role_ms_per_item(before: dict[str, int], after: dict[str, int], items: int) -> dict[str, float]:
+    return {role: round(ms(after.get(role, 0) - before.get(role, 0)) / max(items, 1), 2)
+            for role in sorted(set(before) | set(after))}
 
 
 def ms(ticks: float) -> float:
@@ -237,7 +301,8 @@ def _per_platform(requests_by_prefix: dict) -> dict[str, int]:
     return dict(counts)
 
 
-def write_config(sim: Sim, workdir: Path, workers: int, ledger_url: str | None, shards: int = 1) -> Path:
+def write_config(sim: Sim, workdir: Path, workers: int, ledger_url: str | None,
+                 shards: int | dict[str, int] = 1) -> Path:
     data = yaml.safe_load(sim.sources.read_text())
     data["partitions"]["shards"] = shards
     data["workers"] = workers
@@ -473,10 +538,12 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
             sampler.start()
             time.sleep(8)  # the daemon loads the code location; not part of the figures
             cpu0, pg0 = sampler.ticks(), sum(sampler.backend_ticks.values())
+            roles0 = sampler.ticks_by_role()
             sim_cpu0 = sim.cpu_ms()
             rates = RateSampler(sim)
             rates.start()
             t0 = time.time()
+            _children_cpu_ms()  # from here: the backfill command's CPU alone
             submit = time.perf_counter()
             backfill = subprocess.run([str(BIN / "dagster"), "job", "backfill", "-w", str(WORKSPACE), "-j", job,
                                        "--partitions", ",".join(partitions), "--noprompt"],
@@ -498,6 +565,7 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
                         raise RuntimeError("timed out")
                     time.sleep(1)
                 cpu1, pg1 = sampler.ticks(), sum(sampler.backend_ticks.values())
+                roles1 = sampler.ticks_by_role()
                 sim_cpu1 = sim.cpu_ms()
                 rates.stopping.set()
                 engine = Ledger(url).engine
@@ -511,6 +579,8 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
                       items_per_s=items / wall, workers=spec["workers"], runs=len(per_run),
                       statuses=sorted({r["status"] for r in per_run}), backfill_submit_s=submit_s,
                       crawler_cpu_ms_per_item=(ms(cpu1 - cpu0) + backfill_cpu) / max(items, 1),
+                      crawler_cpu_ms_per_item_by_role={**role_ms_per_item(roles0, roles1, items),
+                                                       "backfill_command": round(backfill_cpu / max(items, 1), 2)},
                       pg_backend_cpu_ms_per_item=ms(pg1 - pg0) / max(items, 1),
                       sim_cpu_ms_per_item=(sim_cpu1 - sim_cpu0) / max(items, 1),
                       rate_peaks=rates.peaks(), **rates.budget(), **latency)
@@ -648,7 +718,6 @@ def crawl_row(name: str, spec: dict, workdir: Path) -> dict:
         with DagsterInstance.from_config(str(dagster_home)) as instance:
             runs = instance.get_runs(filters=RunsFilter())
             per_run = run_figures(instance, runs, ledger_by_run(engine))
-        from dagster._serdes import serialize_value  # noqa: F401 - size of the stored events
         event_rows = sum(r["events"] for r in per_run)
         event_bytes = _sqlite_event_bytes(dagster_home)
         ledger_files = sum(p.stat().st_size for p in home.glob("ledger.db*"))
