@@ -95,6 +95,14 @@ EXTRA_ROWS = {"pg-100k-w4": dict(kind="daemon", world="100k", workers=4, shards=
                                   shards=dict(bilibili=3, weibo=1, facebook=1, urls=1)),
               "pg-100k-w4-b": dict(kind="daemon", world="100k-2d", workers=4,
                                    shards=dict(bilibili=30, weibo=10, facebook=10, urls=10)),
+              # The same three with the code server as a service of its own (deploy/README.md): the daemon
+              # no longer replaces its code server every 60 s.
+              "pg-10k-w1-cs": dict(kind="daemon", world="10k-2d", workers=1, code_server=True,
+                                   shards=dict(bilibili=3, weibo=1, facebook=1, urls=1)),
+              "pg-10k-w4-cs": dict(kind="daemon", world="10k-2d", workers=4, code_server=True,
+                                   shards=dict(bilibili=3, weibo=1, facebook=1, urls=1)),
+              "pg-100k-w4-cs": dict(kind="daemon", world="100k-2d", workers=4, code_server=True,
+                                    shards=dict(bilibili=30, weibo=10, facebook=10, urls=10)),
               # The daemon with nothing to run, 640 sources: its per-second CPU (queue, sensors, monitoring).
               "daemon-idle-10k": dict(kind="idle", world="10k", workers=4, seconds=90)}
 
@@ -316,6 +324,14 @@ def write_config(sim: Sim, workdir: Path, workers: int, ledger_url: str | None,
     return path
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 # --- PostgreSQL -----------------------------------------------------------------------
 
 def createdb() -> tuple[str, str]:
@@ -500,7 +516,7 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
 
     from media_crawler.commands.crawl import prepare_home
     from media_crawler.config import LEDGER_ENV, load_config
-    from media_crawler.deploy.services import WORKSPACE, ServiceGroup, dagster_env
+    from media_crawler.deploy.services import ServiceGroup, dagster_env
     from media_crawler.store.ledger import Ledger
 
     world = WORLDS[spec["world"]]
@@ -533,6 +549,8 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
                     worker = services.start_celery_worker(f"w{index}-{queue}", workdir / "celery.yaml",
                                                           queues=[queue, f"{queue}_w{index}"])
                     sampler.add_session(worker.pid)
+            if spec.get("code_server"):
+                sampler.add_session(services.start_code_server(free_port()).pid)
             daemon = services.start_daemon()
             sampler.add_session(daemon.pid)
             sampler.start()
@@ -545,7 +563,7 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
             t0 = time.time()
             _children_cpu_ms()  # from here: the backfill command's CPU alone
             submit = time.perf_counter()
-            backfill = subprocess.run([str(BIN / "dagster"), "job", "backfill", "-w", str(WORKSPACE), "-j", job,
+            backfill = subprocess.run([str(BIN / "dagster"), "job", "backfill", "-w", str(services.workspace), "-j", job,
                                        "--partitions", ",".join(partitions), "--noprompt"],
                                       env=env, timeout=600, capture_output=True, text=True)
             submit_s = time.perf_counter() - submit

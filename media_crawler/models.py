@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any, Mapping
 
@@ -26,9 +27,9 @@ class Source:
     ident: str  # uid / page id / feed URL
     options: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
-    @property
+    @cached_property  # asked for every source on every shard grouping: 12,800 times per step at 12,800 sources
     def key(self) -> str:
-        """The dynamic-partition key: short, stable, only [a-z0-9-] (the platform's spec decides)."""
+        """The source's key: short, stable, only [a-z0-9-] (the platform's spec decides)."""
         from media_crawler.platforms.registry import spec_for
 
         return spec_for(self.platform).source_key(self)

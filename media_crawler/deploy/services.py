@@ -1,10 +1,21 @@
-"""The long-running processes of a deployment: dagster-daemon, dagster-webserver, Celery workers.
+"""The long-running processes of a deployment: the code server, dagster-daemon,
+dagster-webserver, Celery workers.
 
 Each starts in its own session (process group), because each spawns children
 (code servers, run workers, Celery's pool) that must stop with it: stopping
 sends SIGTERM to the whole group, waits until the group is empty, and only
 then falls back to SIGKILL. `ServiceGroup` stops everything it started, in
 reverse order, even when the code that started them raised.
+
+The code server: with workspace.yaml's `python_module` entry, dagster-daemon
+starts its own code server and replaces it every 60 seconds
+(`RELOAD_WORKSPACE_INTERVAL` in dagster/_daemon/controller.py): each replacement
+imports Dagster and the code location again (1.5-2.5 s of CPU with 6,400 sources)
+and a run launched meanwhile waits for it (bench/SCALE.md). `start_code_server`
+runs `dagster code-server start` as a service of its own, and the daemon and the
+webserver started after it load the code location from it over gRPC, as
+Dagster's production deployments do; it loads again only when asked (the UI's
+Reload, or a restart).
 """
 from __future__ import annotations
 
@@ -21,6 +32,7 @@ from typing import Mapping, Sequence
 import requests
 
 from media_crawler.config import environment_copy
+from media_crawler.recovery.dispatch import DEFINITIONS_MODULE, LOCATION_NAME
 
 BIN = Path(sys.executable).parent  # the venv's console scripts sit beside its python
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -118,6 +130,16 @@ class ServiceGroup:
         self.services.append(service)
         return service
 
+    def start_code_server(self, port: int, host: str = "127.0.0.1", timeout: float = 120.0) -> Service:
+        """`dagster code-server start` on host:port, once it answers; the daemon and the
+        webserver started after this load the code location from it (`grpc_workspace`)."""
+        service = self.start("code-server", [
+            str(BIN / "dagster"), "code-server", "start", "-m", DEFINITIONS_MODULE, "--location-name", LOCATION_NAME,
+            "-h", host, "-p", str(port)])
+        wait_for_code_server(host, port, service, timeout)
+        self.workspace = grpc_workspace(self.log_dir / "workspace.yaml", host, port)
+        return service
+
     def start_daemon(self) -> Service:
         return self.start("dagster-daemon", [str(BIN / "dagster-daemon"), "run", "-w", str(self.workspace)])
 
@@ -152,7 +174,36 @@ def dagster_env(*, dagster_home: Path, config_path: Path, media_home: Path | Non
     return env
 
 
+def grpc_workspace(path: Path, host: str, port: int) -> Path:
+    """A workspace file naming a running code server (deploy/workspace.grpc.yaml is the
+    operators' copy of it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"load_from:\n  - grpc_server:\n      host: {host}\n      port: {port}\n"
+                    f"      location_name: {LOCATION_NAME}\n")
+    return path
+
+
 # --- readiness -------------------------------------------------------------------
+
+def wait_for_code_server(host: str, port: int, service: Service, timeout: float = 120.0) -> None:
+    """Until the code server answers a ping with its code loaded (or its process died)."""
+    from dagster._grpc.client import DagsterGrpcClient
+
+    client = DagsterGrpcClient(host=host, port=port)
+    deadline = time.monotonic() + timeout
+    last = "no answer yet"
+    while time.monotonic() < deadline:
+        service.check_alive()
+        try:
+            client.ping("ready?")
+            client.list_repositories()  # answers once the code location has loaded
+            return
+        except Exception as error:  # grpc raises its own error types while the server starts
+            last = str(error).splitlines()[0] if str(error) else type(error).__name__
+        time.sleep(0.5)
+    raise ServiceError(f"code server on {host}:{port} not ready after {timeout:.0f}s ({last[:200]})\n"
+                       f"{service.log_tail()}")
+
 
 LOCATIONS_QUERY = """
 query { workspaceOrError { __typename ... on Workspace { locationEntries { name loadStatus
