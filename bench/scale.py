@@ -17,6 +17,10 @@ Celery workers), read from /proc/<pid>/stat every 0.5 s; processes that exit are
 accounted through their parent's cutime/cstime (reaped) or their last sample
 (orphans). PostgreSQL backends serving the row's database are sampled the same way
 and reported apart (`pg_backend_cpu_ms_per_item`). Nothing is added to pyproject.
+
+Here: the workloads, the rows and the command line. The instruments are in
+scale_instruments.py (CPU by process role, the simulator, the rate sampler),
+scale_postgres.py (the row's database) and scale_figures.py (per-run figures).
 """
 from __future__ import annotations
 
@@ -29,19 +33,21 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from collections import defaultdict
 from pathlib import Path
 
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-BIN = Path(sys.executable).parent
+from scale_figures import (claim_latency, claim_query_timing, ledger_by_run, run_figures,  # noqa: E402
+                           unfinished_sensor_query)
+from scale_instruments import (BIN, CpuSampler, RateSampler, Sim, children_cpu_ms, free_port, ms,  # noqa: E402
+                               role_ms_per_item)
+from scale_postgres import backend_pids, createdb, dropdb, pg_figures, pg_query  # noqa: E402
+
 RESULTS = Path("/tmp/scale-results")
-TICK = os.sysconf("SC_CLK_TCK")
 PLATFORMS = ("bilibili", "weibo", "facebook", "urls")
 # Requests/s and burst per platform: high enough that the budget is not what limits
 # throughput, so the rows measure workers: per run 4 threads x (1 / 100 ms) = 40 media
@@ -49,7 +55,6 @@ PLATFORMS = ("bilibili", "weibo", "facebook", "urls")
 # to 3 runs of one platform at once (WorkerPlan(4)), 240/s. (At 200/s, bilibili's feed
 # walks, with no API latency then, were held by the budget in every row before 12-01.)
 RATE, BURST = 400.0, 40.0
-PG = dict(host="127.0.0.1", port=5432, user="postgres")
 
 # name -> settings. accounts are per platform; items = 4 platforms x accounts x days x posts x media (about).
 WORLDS = {
@@ -107,208 +112,6 @@ EXTRA_ROWS = {"pg-100k-w4": dict(kind="daemon", world="100k", workers=4, shards=
               "daemon-idle-10k": dict(kind="idle", world="10k", workers=4, seconds=90)}
 
 
-# --- CPU of process trees ------------------------------------------------------------
-
-def _stat(pid: int):
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()
-    # fields[0] is state (field 3); ppid 4, session 6, utime 14, stime 15, cutime 16, cstime 17
-    return dict(ppid=int(fields[1]), sid=int(fields[3]), own=int(fields[11]) + int(fields[12]),
-                children=int(fields[13]) + int(fields[14]))
-
-
-class CpuSampler(threading.Thread):
-    """CPU ticks of every process in the given sessions, plus of explicit pids (PostgreSQL backends)."""
-
-    def __init__(self, interval: float = 0.5, backends=None) -> None:
-        super().__init__(daemon=True)
-        self.sessions: set[int] = set()
-        self.interval, self.backends = interval, backends
-        self.last: dict[int, dict] = {}
-        self.roles: dict[int, str] = {}
-        self.backend_ticks: dict[int, int] = {}
-        self.stopping = threading.Event()
-        self.lock = threading.Lock()
-
-    def add_session(self, pid: int) -> None:
-        self.sessions.add(pid)
-
-    def sample(self) -> None:
-        seen = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            stat = _stat(int(entry))
-            if stat and stat["sid"] in self.sessions:
-                seen[int(entry)] = stat
-        with self.lock:
-            for pid in list(self.last):
-                if pid not in seen:
-                    self.last[pid]["gone"] = True
-            for pid, stat in seen.items():
-                self.last[pid] = stat
-                if pid not in self.roles:
-                    self.roles[pid] = process_role(pid)
-        if self.backends:
-            for pid in self.backends():
-                stat = _stat(pid)
-                if stat:
-                    self.backend_ticks[pid] = max(self.backend_ticks.get(pid, 0), stat["own"])
-
-    def run(self) -> None:
-        while not self.stopping.wait(self.interval):
-            self.sample()
-
-    def ticks(self) -> int:
-        """Live processes: own + reaped children. Gone ones: their last sample when
-        their parent is gone too (nobody's cutime holds them), else nothing (the parent's does)."""
-        self.sample()
-        with self.lock:
-            live = {pid for pid, s in self.last.items() if not s.get("gone")}
-            total = sum(s["own"] + s["children"] for pid, s in self.last.items() if pid in live)
-            total += sum(s["own"] + s["children"] for pid, s in self.last.items()
-                         if s.get("gone") and s["ppid"] not in live)
-        return total
-
-    def ticks_by_role(self) -> dict[str, int]:
-        """The ticks of `ticks()` by what each process is (`process_role`). A process that
-        exited under a live parent is in the parent's cutime; it is split out by its own
-        last sample (its own ticks to its role, its reaped children's to theirs: a code
-        server's children are run workers), and what it used after that sample is left
-        to "<parent role> (exited, after last sample)"."""
-        self.sample()
-        totals: dict[str, int] = defaultdict(int)
-        with self.lock:
-            live = {pid for pid, s in self.last.items() if not s.get("gone")}
-            for pid, stat in self.last.items():
-                role = self.roles.get(pid, "other")
-                if pid in live or stat["ppid"] not in live:
-                    totals[role] += stat["own"]
-                    children = stat["children"]
-                    if pid in live:  # its exited children, from their last samples
-                        for kid in (k for k, s in self.last.items() if s.get("gone") and s["ppid"] == pid):
-                            kid_stat, kid_role = self.last[kid], self.roles.get(kid, "other")
-                            totals[kid_role] += kid_stat["own"]
-                            totals[CHILDREN_ROLE.get(kid_role, kid_role)] += kid_stat["children"]
-                            children -= kid_stat["own"] + kid_stat["children"]
-                        totals[f"{role} (exited, after last sample)"] += children
-                    else:
-                        totals[CHILDREN_ROLE.get(role, role)] += children
-        return dict(totals)
-
-    def stop(self) -> None:
-        self.stopping.set()
-
-
-# The first of these found in a process's command line names its role in ticks_by_role. The
-# code server starts each run worker with multiprocessing's spawn (dagster/_grpc/server.py).
-ROLE_MARKS = (("multiprocessing.spawn", "run_worker"), ("multiprocessing.resource_tracker", "run_worker"),
-              ("execute_step", "step_worker"), ("api grpc", "code_server"), ("code-server", "code_server"),
-              ("dagster-daemon", "daemon"), ("celery", "celery_worker"))
-CHILDREN_ROLE = {"code_server": "run_worker"}
-
-
-def process_role(pid: int) -> str:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return "other"
-    return next((role for mark, role in ROLE_MARKS if mark in cmdline), "other")
-
-
-def role_ms_per_item(before: dict[str, int], after: dict[str, int], items: int) -> dict[str, float]:
-    return {role: round(ms(after.get(role, 0) - before.get(role, 0)) / max(items, 1), 2)
-            for role in sorted(set(before) | set(after))}
-
-
-def ms(ticks: float) -> float:
-    return ticks * 1000.0 / TICK
-
-
-# --- the simulator, in its own process --------------------------------------------------
-
-class Sim:
-    def __init__(self, workdir: Path, world: dict, latency_ms: float) -> None:
-        self.sources = workdir / "sim-sources.yaml"
-        argv = [str(BIN / "media-crawler"), "sim", "--port", "0", "--media-latency-ms", str(latency_ms),
-                "--api-latency-ms", str(API_LATENCY_MS),
-                "--accounts", str(world["accounts"]), "--days", str(world["days"]),
-                "--posts-per-day", str(world["posts_per_day"]), "--media-per-post", str(world["media_per_post"]),
-                "--media-size", "small", "--write-sources", str(self.sources)]
-        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(workdir / "sim.log", "wb"),
-                                        text=True, start_new_session=True)
-        self.base_url = self.process.stdout.readline().strip()
-        if not self.base_url.startswith("http"):
-            raise RuntimeError(f"simulator did not start: {(workdir / 'sim.log').read_text()[-2000:]}")
-
-    def stats(self) -> dict:
-        import requests
-
-        # The totals only: the per-path part of a 100k-item world is ~0.5 s of the simulator's CPU
-        # per poll, and the sampler polls every 0.5 s (it took 93 % of the simulator's CPU).
-        return requests.get(f"{self.base_url}/_sim/stats?per_path=0", timeout=10).json()
-
-    def cpu_ms(self) -> float:
-        stat = _stat(self.process.pid)
-        return ms(stat["own"]) if stat else float("nan")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-
-
-class RateSampler(threading.Thread):
-    """The simulator's request counters every 0.5 s; the busiest 1 s window per platform."""
-
-    def __init__(self, sim: Sim) -> None:
-        super().__init__(daemon=True)
-        self.sim, self.samples, self.stopping = sim, [], threading.Event()
-
-    def run(self) -> None:
-        while not self.stopping.wait(0.5):
-            try:
-                self.samples.append((time.monotonic(), _per_platform(self.sim.stats().get("requests", {}))))
-            except Exception:
-                pass
-
-    def peaks(self) -> dict[str, int]:
-        """Requests in the busiest window of >= 1 s (the shortest such window between two samples)."""
-        peaks: dict[str, int] = defaultdict(int)
-        self.excess: dict[str, float] = defaultdict(float)  # max of count - rate x window: must stay <= burst
-        self.longest_window = 0.0
-        for i, (t, later) in enumerate(self.samples):
-            for t0, earlier in self.samples[:i][::-1]:
-                if t - t0 >= 1.0:
-                    self.longest_window = max(self.longest_window, t - t0)
-                    for name, count in later.items():
-                        done = count - earlier.get(name, 0)
-                        peaks[name] = max(peaks[name], done)
-                        self.excess[name] = max(self.excess[name], done - RATE * (t - t0))
-                    break
-        return dict(peaks)
-
-    def budget(self) -> dict:
-        self.peaks()
-        return dict(rate_excess_over_rate_x_window=dict(self.excess), rate_burst=BURST,
-                    rate_within_budget=all(v <= BURST for v in self.excess.values()),
-                    rate_longest_window_s=self.longest_window)
-
-
-def _per_platform(requests_by_prefix: dict) -> dict[str, int]:
-    counts: dict[str, int] = defaultdict(int)
-    for prefix, count in requests_by_prefix.items():
-        name = prefix.removeprefix("/media").strip("/").split("-")[0].split("/")[0]
-        if name in PLATFORMS:
-            counts[name] += count if isinstance(count, int) else 0
-    return dict(counts)
-
-
 def write_config(sim: Sim, workdir: Path, workers: int, ledger_url: str | None,
                  shards: int | dict[str, int] = 1) -> Path:
     data = yaml.safe_load(sim.sources.read_text())
@@ -322,163 +125,6 @@ def write_config(sim: Sim, workdir: Path, workers: int, ledger_url: str | None,
     path = workdir / "sources.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-# --- PostgreSQL -----------------------------------------------------------------------
-
-def createdb() -> tuple[str, str]:
-    import psycopg2
-
-    name = f"mc_scale_{uuid.uuid4().hex[:8]}"
-    admin = psycopg2.connect(dbname="postgres", **PG)
-    admin.autocommit = True
-    with admin.cursor() as cursor:
-        cursor.execute(f'CREATE DATABASE "{name}"')
-    admin.close()
-    return name, f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}"
-
-
-def dropdb(name: str) -> None:
-    import psycopg2
-
-    from media_crawler.store.database import dispose_engines
-
-    dispose_engines()
-    admin = psycopg2.connect(dbname="postgres", **PG)
-    admin.autocommit = True
-    with admin.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.close()
-
-
-def pg_query(db: str, sql: str, args=()):
-    import psycopg2
-
-    conn = psycopg2.connect(dbname=db, **PG)
-    try:
-        with conn.cursor() as cursor:
-            cursor.execute(sql, args)
-            return cursor.fetchall()
-    finally:
-        conn.close()
-
-
-def backend_pids(db: str):
-    def pids():
-        try:
-            return [row[0] for row in pg_query("postgres", "select pid from pg_stat_activity where datname = %s", (db,))]
-        except Exception:
-            return []
-    return pids
-
-
-# --- figures from Dagster and the ledger ----------------------------------------------------
-
-def run_figures(instance, runs, ledger_rows: dict) -> list[dict]:
-    """Per run: queue wait, wall (STARTING -> SUCCESS), steps' time, first item, event-log rows."""
-    from dagster import DagsterEventType
-
-    out = []
-    for run in runs:
-        records = instance.get_records_for_run(run.run_id, limit=1_000_000).records
-        ts: dict[str, float] = {}
-        steps: dict[str, dict[str, float]] = defaultdict(dict)
-        for record in records:
-            entry = record.event_log_entry
-            event = entry.dagster_event
-            if event is None:
-                continue
-            kind = event.event_type
-            if kind in (DagsterEventType.RUN_ENQUEUED, DagsterEventType.RUN_STARTING, DagsterEventType.RUN_START,
-                        DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE):
-                ts.setdefault(kind.value, entry.timestamp)
-            elif kind in (DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE):
-                steps[event.step_key].setdefault(kind.value, entry.timestamp)
-        start = ts.get("PIPELINE_STARTING") or ts.get("PIPELINE_START")
-        end = ts.get("PIPELINE_SUCCESS") or ts.get("PIPELINE_FAILURE")
-        step_s = sum(s.get("STEP_SUCCESS", s.get("STEP_FAILURE", 0)) - s["STEP_START"] for s in steps.values()
-                     if "STEP_START" in s)
-        row = ledger_rows.get(run.run_id, {})
-        wall = (end - start) if start and end else None
-        out.append(dict(
-            run_id=run.run_id, partition=run.tags.get("dagster/partition"), status=run.status.value,
-            items=row.get("items", 0), events=len(records),
-            queued_s=(start - ts["PIPELINE_ENQUEUED"]) if start and "PIPELINE_ENQUEUED" in ts else None,
-            wall_s=wall, steps_s=step_s,
-            to_first_item_s=(row["first"] - start) if start and row.get("first") else None,
-            dagster_share=(1 - step_s / wall) if wall else None,
-            outside_items_share=((wall - (row["last"] - row["first"])) / wall) if wall and row.get("first") else None,
-            start=start, end=end,
-        ))
-    return out
-
-
-def ledger_by_run(engine) -> dict:
-    from sqlalchemy import text
-
-    with engine.connect() as conn:
-        rows = conn.execute(text(
-            "select run_id, count(*), min(discovered_at), max(coalesce(committed_at, finished_at, discovered_at)) "
-            "from mc_tasks group by run_id")).fetchall()
-    return {r[0]: dict(items=r[1], first=r[2], last=r[3]) for r in rows}
-
-
-def ledger_rows_of_runs(engine) -> dict:
-    """Items per run by the run that committed them (rows carry the last run that worked on them)."""
-    return ledger_by_run(engine)
-
-
-def claim_latency(engine) -> dict:
-    from sqlalchemy import text
-
-    with engine.connect() as conn:
-        deltas = [r[0] for r in conn.execute(text(
-            "select claimed_at - discovered_at from mc_tasks where claimed_at is not null order by 1")).fetchall()]
-        state = dict(conn.execute(text("select state, count(*) from mc_tasks group by state")).fetchall())
-    p95 = deltas[int(0.95 * (len(deltas) - 1))] if deltas else None
-    return dict(claimed_minus_discovered_p95_s=p95, claimed_minus_discovered_p50_s=statistics.median(deltas) if deltas else None,
-                states=state)
-
-
-def claim_query_timing(config_path: Path, days: list[str], repeat: int = 5) -> dict:
-    """Time Ledger.claim itself, as download_partition calls it, on the finished ledger
-    (every row committed: the query's cost on a ledger of this size, nothing to lease)."""
-    from media_crawler.config import load_config
-    from media_crawler.models import Lease
-    from media_crawler.store.ledger import Ledger
-
-    config = load_config(config_path)
-    ledger = Ledger(config.ledger_url)
-    groups = config.layout.group(source.key for source in config.sources)
-    times = []
-    for shard, keys in groups.items():
-        for day in days:
-            for _ in range(repeat):
-                t = time.perf_counter()
-                ledger.claim(source_key=keys, day=day, lease=Lease("bench-scale", 1.0))
-                times.append(time.perf_counter() - t)
-    times.sort()
-    return dict(claim_query_p95_ms=1000 * times[int(0.95 * (len(times) - 1))], claim_query_p50_ms=1000 * statistics.median(times),
-                claim_query_n=len(times), sources_per_claim=max(len(v) for v in groups.values()))
-
-
-def unfinished_sensor_query(config_path: Path) -> float:
-    from media_crawler.config import load_config
-    from media_crawler.pipeline.unfinished import unfinished_partitions
-    from media_crawler.store.ledger import Ledger
-
-    ledger = Ledger(load_config(config_path).ledger_url)
-    t = time.perf_counter()
-    unfinished_partitions(ledger)
-    return (time.perf_counter() - t) * 1000
 
 
 # --- rows --------------------------------------------------------------------------------
@@ -522,7 +168,7 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
     world = WORLDS[spec["world"]]
     days = world_days(world)
     db, url = createdb()
-    sim = Sim(workdir, world, LATENCY_MS)
+    sim = Sim(workdir, world, LATENCY_MS, API_LATENCY_MS)
     sampler = CpuSampler(backends=backend_pids(db))
     extra = {"DAGSTER_PG_URL": url, LEDGER_ENV: url, "FB_ACCESS_TOKEN": "scale-token-not-secret"}
     os.environ.update(extra)
@@ -558,10 +204,10 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
             cpu0, pg0 = sampler.ticks(), sum(sampler.backend_ticks.values())
             roles0 = sampler.ticks_by_role()
             sim_cpu0 = sim.cpu_ms()
-            rates = RateSampler(sim)
+            rates = RateSampler(sim, PLATFORMS, RATE, BURST)
             rates.start()
             t0 = time.time()
-            _children_cpu_ms()  # from here: the backfill command's CPU alone
+            children_cpu_ms()  # from here: the backfill command's CPU alone
             submit = time.perf_counter()
             backfill = subprocess.run([str(BIN / "dagster"), "job", "backfill", "-w", str(services.workspace), "-j", job,
                                        "--partitions", ",".join(partitions), "--noprompt"],
@@ -569,7 +215,7 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
             submit_s = time.perf_counter() - submit
             if backfill.returncode:
                 raise RuntimeError(backfill.stderr[-3000:])
-            backfill_cpu = _children_cpu_ms()
+            backfill_cpu = children_cpu_ms()
             with DagsterInstance.from_config(str(home)) as instance:
                 deadline = time.monotonic() + 3600
                 while True:
@@ -627,7 +273,7 @@ def idle_row(name: str, spec: dict, workdir: Path) -> dict:
 
     world = WORLDS[spec["world"]]
     db, url = createdb()
-    sim = Sim(workdir, world, LATENCY_MS)
+    sim = Sim(workdir, world, LATENCY_MS, API_LATENCY_MS)
     extra = {"DAGSTER_PG_URL": url, LEDGER_ENV: url, "FB_ACCESS_TOKEN": "scale-token-not-secret"}
     os.environ.update(extra)
     sampler = CpuSampler(backends=backend_pids(db))
@@ -653,16 +299,6 @@ def idle_row(name: str, spec: dict, workdir: Path) -> dict:
         dropdb(db)
 
 
-def _children_cpu_ms() -> float:
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    value = (usage.ru_utime + usage.ru_stime) * 1000
-    previous = getattr(_children_cpu_ms, "previous", 0.0)
-    _children_cpu_ms.previous = value
-    return value - previous
-
-
 def _delete_queues(queues) -> None:
     try:
         from kombu import Connection
@@ -674,31 +310,6 @@ def _delete_queues(queues) -> None:
         pass
 
 
-def pg_figures(db: str, per_run: list[dict], items: int) -> dict:
-    rows = pg_query(db, "select run_id, count(*), sum(pg_column_size(event)) from event_logs group by run_id")
-    by_run = {r[0]: (r[1], int(r[2] or 0)) for r in rows}
-    total_rows = sum(v[0] for v in by_run.values())
-    total_bytes = sum(v[1] for v in by_run.values())
-    table_bytes = pg_query(db, "select pg_total_relation_size('event_logs')")[0][0]
-    tasks = pg_query(db, "select count(*), pg_total_relation_size('mc_tasks'), pg_relation_size('mc_tasks'), "
-                         "coalesce(avg(pg_column_size(t.*)), 0) from mc_tasks t")[0]
-    for run in per_run:
-        run["event_log_rows"], run["event_log_bytes"] = by_run.get(run["run_id"], (0, 0))
-    # How often each row was written: every UPDATE leaves a dead tuple version behind until vacuum.
-    churn = pg_query(db, "select n_tup_ins, n_tup_upd, n_tup_hot_upd, n_dead_tup, n_live_tup from pg_stat_user_tables "
-                         "where relname = 'mc_tasks'")
-    indexes = pg_query(db, "select indexrelname, pg_relation_size(indexrelid) from pg_stat_user_indexes where relname = 'mc_tasks'")
-    return dict(event_log_rows_total=total_rows, event_log_bytes_total=total_bytes,
-                event_log_rows_without_run=by_run.get("", (0, 0))[0] + by_run.get(None, (0, 0))[0],
-                event_logs_table_bytes=table_bytes,
-                event_log_rows_per_10k_items=total_rows * 10_000 / max(items, 1),
-                event_log_bytes_per_10k_items=total_bytes * 10_000 / max(items, 1),
-                ledger_rows=tasks[0], ledger_bytes_per_row=tasks[1] / max(tasks[0], 1),
-                ledger_heap_bytes_per_row=tasks[2] / max(tasks[0], 1), ledger_live_tuple_bytes=float(tasks[3]),
-                ledger_churn=dict(zip(("inserts", "updates", "hot_updates", "dead_tuples", "live_tuples"), churn[0])) if churn else {},
-                ledger_index_bytes_per_row={name: size / max(tasks[0], 1) for name, size in indexes})
-
-
 def crawl_row(name: str, spec: dict, workdir: Path) -> dict:
     """`media-crawler crawl` with MEDIA_CRAWLER_HOME only: SQLite ledger, SQLite Dagster instance, files."""
     from dagster import DagsterInstance, RunsFilter
@@ -706,7 +317,7 @@ def crawl_row(name: str, spec: dict, workdir: Path) -> dict:
 
     world = WORLDS[spec["world"]]
     days = world_days(world)
-    sim = Sim(workdir, world, LATENCY_MS)
+    sim = Sim(workdir, world, LATENCY_MS, API_LATENCY_MS)
     try:
         home = workdir / "home"
         home.mkdir()
@@ -717,7 +328,7 @@ def crawl_row(name: str, spec: dict, workdir: Path) -> dict:
         shutil.copyfile(REPO / "media_crawler" / "instance" / "dagster.yaml", dagster_home / "dagster.yaml")
         env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "MEDIA_CRAWLER_LEDGER_URL")}
         env.update(MEDIA_CRAWLER_HOME=str(home), DAGSTER_HOME=str(dagster_home), FB_ACCESS_TOKEN="scale-token-not-secret")
-        rates = RateSampler(sim)
+        rates = RateSampler(sim, PLATFORMS, RATE, BURST)
         rates.start()
         sim_cpu0 = sim.cpu_ms()
         t0 = time.time()
