@@ -70,41 +70,43 @@ class CpuSampler(threading.Thread):
         while not self.stopping.wait(self.interval):
             self.sample()
 
+    def _roots(self) -> list[int]:
+        """The processes whose own + cutime count: the live ones, and exited ones whose parent
+        was never sampled (an orphan, a session leader). An exited process whose parent was
+        sampled, live or not, is in that parent's cutime: the parent reaped it. (Counting it
+        again when the parent had exited too counted every run worker of a replaced code
+        server twice, up to 20:00 on 2026-12-01.)"""
+        return [pid for pid, s in self.last.items() if not s.get("gone") or s["ppid"] not in self.last]
+
     def ticks(self) -> int:
-        """Live processes: own + reaped children. Gone ones: their last sample when
-        their parent is gone too (nobody's cutime holds them), else nothing (the parent's does)."""
         self.sample()
         with self.lock:
-            live = {pid for pid, s in self.last.items() if not s.get("gone")}
-            total = sum(s["own"] + s["children"] for pid, s in self.last.items() if pid in live)
-            total += sum(s["own"] + s["children"] for pid, s in self.last.items()
-                         if s.get("gone") and s["ppid"] not in live)
-        return total
+            return sum(self.last[pid]["own"] + self.last[pid]["children"] for pid in self._roots())
 
     def ticks_by_role(self) -> dict[str, int]:
-        """The ticks of `ticks()` by what each process is (`process_role`). A process that
-        exited under a live parent is in the parent's cutime; it is split out by its own
-        last sample (its own ticks to its role, its reaped children's to theirs: a code
-        server's children are run workers), and what it used after that sample is left
-        to "<parent role> (exited, after last sample)"."""
+        """The ticks of `ticks()` by what each process is (`process_role`). A parent's cutime
+        is split into its exited children by their last samples (recursively: a code server's
+        children are run workers); what they used after that sample is left to
+        "<parent role> (exited children, after last sample)"."""
         self.sample()
         totals: dict[str, int] = defaultdict(int)
         with self.lock:
-            live = {pid for pid, s in self.last.items() if not s.get("gone")}
+            kids: dict[int, list[int]] = defaultdict(list)
             for pid, stat in self.last.items():
-                role = self.roles.get(pid, "other")
-                if pid in live or stat["ppid"] not in live:
-                    totals[role] += stat["own"]
-                    children = stat["children"]
-                    if pid in live:  # its exited children, from their last samples
-                        for kid in (k for k, s in self.last.items() if s.get("gone") and s["ppid"] == pid):
-                            kid_stat, kid_role = self.last[kid], self.roles.get(kid, "other")
-                            totals[kid_role] += kid_stat["own"]
-                            totals[CHILDREN_ROLE.get(kid_role, kid_role)] += kid_stat["children"]
-                            children -= kid_stat["own"] + kid_stat["children"]
-                        totals[f"{role} (exited, after last sample)"] += children
-                    else:
-                        totals[CHILDREN_ROLE.get(role, role)] += children
+                if stat.get("gone") and stat["ppid"] in self.last:
+                    kids[stat["ppid"]].append(pid)
+
+            def split(pid: int) -> None:
+                stat, role = self.last[pid], self.roles.get(pid, "other")
+                totals[role] += stat["own"]
+                rest = stat["children"]
+                for kid in kids.get(pid, ()):
+                    split(kid)
+                    rest -= self.last[kid]["own"] + self.last[kid]["children"]
+                totals[f"{role} (exited children, after last sample)"] += rest
+
+            for pid in self._roots():
+                split(pid)
         return dict(totals)
 
     def stop(self) -> None:
@@ -118,7 +120,6 @@ ROLE_MARKS = (("multiprocessing.spawn", "run_worker"), ("multiprocessing.resourc
               ("dagster-daemon", "daemon"), ("celery", "celery_worker"))
 
 
-CHILDREN_ROLE = {"code_server": "run_worker"}
 
 
 def process_role(pid: int) -> str:
