@@ -75,10 +75,7 @@ class CrawlConfig:
     @cached_property
     def _sources_by_shard(self) -> dict[str, list[Source]]:
         # Every step of a run asks for its shard: one pass over the sources per configuration, not per step.
-        grouped: dict[str, list[Source]] = {}
-        for source in self.sources:
-            grouped.setdefault(self.layout.shard_of(source), []).append(source)
-        return grouped
+        return self.layout.group(self.sources)
 
 
 # -- the process environment: read here and in cli.py only --------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, TypeVar
 
 from media_crawler.models import Source, platform_names
 
@@ -23,6 +23,7 @@ DEFAULT_SHARDS = 16
 # Fixed, so the day dimension never moves under an existing home; operators set their own.
 DEFAULT_START_DAY = date(2026, 1, 1)
 MAX_SHARDS = 1000
+S = TypeVar("S", Source, str)
 _SHARD_MARK = "-s"
 
 
@@ -49,14 +50,11 @@ class PartitionLayout:
     def shard_keys(self) -> list[str]:
         return [shard_key(platform, index, count) for platform, count in self.shards for index in range(count)]
 
-    def sources_in(self, shard: str, sources: Iterable[Source]) -> list[Source]:
-        return [source for source in sources if self.shard_of(source) == shard]
-
-    def group(self, source_keys: Iterable[str]) -> dict[str, list[str]]:
-        """Source keys by the shard that holds them."""
-        grouped: dict[str, list[str]] = {}
-        for key in source_keys:
-            grouped.setdefault(self.shard_of(key), []).append(key)
+    def group(self, sources: Iterable[S]) -> dict[str, list[S]]:
+        """Sources (or source keys) by the shard that holds them, in their given order."""
+        grouped: dict[str, list[S]] = {}
+        for source in sources:
+            grouped.setdefault(self.shard_of(source), []).append(source)
         return grouped
 
     def as_record(self) -> dict[str, int]:

@@ -80,3 +80,22 @@ def test_normalize_of_a_broken_file_is_a_classified_line_not_a_traceback(tmp_pat
     result = run("normalize", "bilibili", str(broken), cwd=tmp_path)
     assert result.returncode in (1, 2)
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_a_file_edited_between_loads_is_read_again_and_a_bad_edit_still_refused(tmp_path, monkeypatch):
+    # load_config keeps the parse of the last texts it saw (a run worker loads the file twice);
+    # any change of the text must be seen, a broken one refused as before, and the paths and
+    # environment read on every load.
+    path = write(tmp_path, "sources:\n  - bilibili: user 12345\n")
+    first = load_config(path)
+    assert [source.key for source in first.sources] == ["bilibili-12345"]
+    path.write_text("sources:\n  - bilibili: user 12345\n  - weibo: user 679\n")
+    assert [source.key for source in load_config(path).sources] == ["bilibili-12345", "weibo-679"]
+    path.write_text("sources:\n  - bilibili: user 12345\n  - bilibili: user 12345\n")
+    with pytest.raises(ConfigError, match="listed twice"):
+        load_config(path)
+    path.write_text("sources:\n  - bilibili: user 12345\n")
+    monkeypatch.setenv("MEDIA_CRAWLER_LEDGER_URL", "sqlite:////elsewhere/ledger.db")
+    again = load_config(path)  # the same text as the first load: its parse is reused
+    assert again.sources == first.sources and again.ledger_url == "sqlite:////elsewhere/ledger.db"
+    assert first.sources_in(first.layout.shard_of("bilibili-12345")) == list(first.sources)
