@@ -32,7 +32,7 @@ from urllib3.util import make_headers
 from media_crawler.config import ca_bundle_override
 from media_crawler.http import NO_RETRIES, CrawlerSession, Timeouts
 from media_crawler.net.pinning import PINNED_POOL_CLASSES
-from media_crawler.net.proxies import environment_proxy
+from media_crawler.net.proxies import PerOrigin, environment_proxy
 
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
@@ -47,9 +47,6 @@ def _version() -> str:
 # adds Host). A plain URL list's CDN is told who is asking; platform adapters send
 # the User-Agent their CDN expects (platforms/headers.py).
 DEFAULT_HEADERS = {"Accept": "*/*", "User-Agent": f"media-crawler/{_version()}"}
-# Origins whose proxy choice is remembered: reading the environment for every
-# request cost more CPU than the exchange; it does not change during a crawl.
-_PROXY_CACHE_MAX = 512
 
 
 class MediaTransport:
@@ -60,23 +57,9 @@ class MediaTransport:
                                "cert_reqs": "CERT_REQUIRED", "ca_certs": ca_bundle_override() or certifi.where()}
         self._direct = self._pinned(urllib3.PoolManager(**self._pool_settings))
         self._via_proxy: dict[str, urllib3.PoolManager] = {}
-        self._proxy_of_origin: dict[tuple[str, str], str | None] = {}
+        # The environment's proxy for a URL (None: direct), read once per origin.
+        self.proxy_for = PerOrigin(environment_proxy)
         self._lock = threading.Lock()
-
-    def proxy_for(self, url: str) -> str | None:
-        """The environment's proxy for `url` (None: direct), read once per origin."""
-        parts = urlsplit(url)
-        key = (parts.scheme, parts.netloc)
-        try:
-            return self._proxy_of_origin[key]
-        except KeyError:
-            pass
-        proxy = environment_proxy(url)
-        with self._lock:
-            if len(self._proxy_of_origin) >= _PROXY_CACHE_MAX:
-                self._proxy_of_origin.clear()
-            self._proxy_of_origin[key] = proxy
-        return proxy
 
     def request(self, method: str, url: str, headers: Mapping[str, str], *, timeouts: Timeouts,
                 preload: bool = False) -> urllib3.BaseHTTPResponse:

@@ -11,9 +11,12 @@ NO_PROXY entries are host names and suffixes, not CIDR ranges).
 """
 from __future__ import annotations
 
+import threading
 import urllib.request
-from typing import Mapping
+from typing import Callable, Generic, Mapping, TypeVar
 from urllib.parse import urlsplit
+
+T = TypeVar("T")
 
 
 def proxy_for(url: str, proxies: Mapping[str, str] | None) -> str | None:
@@ -40,3 +43,33 @@ def environment_proxy(url: str) -> str | None:
     if urllib.request.proxy_bypass(netloc):
         return None
     return proxy_for(url, proxies)
+
+
+class PerOrigin(Generic[T]):
+    """`compute(url)` remembered per origin (scheme, host and port) of the URL.
+
+    For what the environment says about a URL (its proxy, requests' environment
+    settings): reading the environment for every request cost more CPU than the
+    exchange, and it does not change during a crawl. Bounded, because redirects
+    can name any number of hosts.
+    """
+
+    def __init__(self, compute: Callable[[str], T], max_origins: int = 512) -> None:
+        self._compute = compute
+        self._max_origins = max_origins
+        self._by_origin: dict[tuple[str, str], T] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, url: str) -> T:
+        parts = urlsplit(url)
+        origin = (parts.scheme, parts.netloc)
+        try:
+            return self._by_origin[origin]
+        except KeyError:
+            pass
+        value = self._compute(url)
+        with self._lock:
+            if len(self._by_origin) >= self._max_origins:
+                self._by_origin.clear()
+            self._by_origin[origin] = value
+        return value

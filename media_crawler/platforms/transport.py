@@ -11,7 +11,7 @@ import urllib3
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import make_session
 from media_crawler.net.policy import UrlPolicy
-from media_crawler.net.proxies import proxy_for
+from media_crawler.net.proxies import PerOrigin, proxy_for
 from media_crawler.net.redirects import get_following_redirects
 from media_crawler.platforms.base import ApiResponse
 from media_crawler.platforms.responses import header
@@ -51,6 +51,9 @@ class RequestsTransport:
         self.timeout = (connect_timeout, read_timeout)
         self.before_request = before_request
         self.after_response = after_response
+        # requests' reading of the environment (proxies, NO_PROXY, CA bundle) for a URL, once per origin.
+        self._environment_settings = PerOrigin(
+            lambda url: self.session.merge_environment_settings(url, {}, True, None, None))
 
     def get(
         self, platform: str, url: str, *, params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None
@@ -94,7 +97,7 @@ class RequestsTransport:
         with its own URL parser (a hostile Location raised ValueError there);
         redirects are net/redirects.py's to judge."""
         request = self.session.prepare_request(requests.Request("GET", target.url, headers=dict(headers)))
-        settings = self.session.merge_environment_settings(target.url, {}, True, None, None)
+        settings = self._environment_settings(target.url)
         adapter = self.session.get_adapter(request.url)
         response = adapter.send(request, timeout=self.timeout, **settings)
         # What Session.send would do: the answer's cookies (parsed by requests
@@ -103,7 +106,7 @@ class RequestsTransport:
         return response
 
     def _proxy_for(self, target_url: str) -> str | None:
-        return proxy_for(target_url, self.session.merge_environment_settings(target_url, {}, True, None, None).get("proxies"))
+        return proxy_for(target_url, self._environment_settings(target_url).get("proxies"))
 
 
 def _with_params(url: str, params: Mapping[str, Any] | None) -> str:

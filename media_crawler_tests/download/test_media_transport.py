@@ -126,6 +126,19 @@ def test_the_proxy_choice_is_read_once_per_origin(monkeypatch):
     assert transport.proxy_for("https://cdn.example.org/b.jpg") == "http://proxy.internal:3128"
 
 
+def test_the_api_transport_reads_the_environment_once_per_origin(server, monkeypatch):
+    """requests' environment settings (proxies, CA bundle) are read once per origin,
+    not once or twice per API call (the pinning check reads the proxy too)."""
+    with make_session(pool_size=2) as session:
+        reads = []
+        merge = session.merge_environment_settings
+        monkeypatch.setattr(session, "merge_environment_settings", lambda url, *rest: reads.append(url) or merge(url, *rest))
+        transport = RequestsTransport(session, policy_for=lambda _platform: LOCAL)
+        for n in range(3):
+            assert transport.get("urls", server.route(f"/api{n}", Reply(b"{}", content_type="application/json"))).status == 200
+    assert len(reads) == 1
+
+
 def test_connection_failures_are_classified_without_the_query():
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))

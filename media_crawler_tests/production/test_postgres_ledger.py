@@ -217,3 +217,35 @@ def test_an_invalid_index_left_by_a_dead_build_is_built_again(fresh_url):
         assert all(_index_validity(engine)[index] for index in schema.INDEXES_SINCE[2])
     finally:
         engine.dispose()
+
+
+def _backend_pid(ledger: Ledger) -> int:
+    with ledger.engine.connect() as conn:
+        return conn.execute(text("select pg_backend_pid()")).scalar_one()
+
+
+def test_a_ledger_connection_in_steady_use_is_not_pinged(fresh_url, monkeypatch):
+    """No round trip per ledger call: a connection handed back a moment ago is used as is."""
+    ledger = Ledger(fresh_url)
+    pings = []
+    monkeypatch.setattr(ledger.engine.dialect, "do_ping", lambda conn: pings.append(conn) or True)
+    for n in range(5):
+        ledger.record_discovered([record(n)], source_key="s", day="2026-11-25")
+        ledger.state_counts()
+    assert pings == []
+
+
+def test_an_idle_ledger_connection_killed_by_the_server_is_replaced(fresh_url, monkeypatch):
+    """A pooled connection that sat idle past IDLE_PING_S is pinged; one the server
+    closed meanwhile (a restart, an idle timeout) is replaced, and the call succeeds."""
+    from media_crawler.store import database
+
+    ledger = Ledger(fresh_url)
+    ledger.record_discovered([record(1)], source_key="s", day="2026-11-25")
+    dead_pid = _backend_pid(ledger)
+    with create_engine(fresh_url).connect() as admin:
+        assert admin.execute(text("select pg_terminate_backend(:pid)"), {"pid": dead_pid}).scalar_one()
+    monkeypatch.setattr(database, "IDLE_PING_S", 0.0)  # every pooled connection now counts as idle
+
+    assert ledger.state_counts() == {DISCOVERED: 1}
+    assert _backend_pid(ledger) != dead_pid
