@@ -108,6 +108,15 @@ EXTRA_ROWS = {"pg-100k-w4": dict(kind="daemon", world="100k", workers=4, shards=
                                    shards=dict(bilibili=3, weibo=1, facebook=1, urls=1)),
               "pg-100k-w4-cs": dict(kind="daemon", world="100k-2d", workers=4, code_server=True,
                                     shards=dict(bilibili=30, weibo=10, facebook=10, urls=10)),
+              # The 1-vs-4-worker pair at the latencies of a real platform from afar (250 ms per media
+              # answer, 150 ms per API answer; still I/O-bound, media >= 100 ms): at 100/50 ms the four runs'
+              # feed walks and launches together saturate 2 cores, and the 4-worker row measures that.
+              "pg-10k-w1-slow": dict(kind="daemon", world="10k-2d", workers=1, code_server=True,
+                                     latency_ms=250.0, api_latency_ms=150.0,
+                                     shards=dict(bilibili=3, weibo=1, facebook=1, urls=1)),
+              "pg-10k-w4-slow": dict(kind="daemon", world="10k-2d", workers=4, code_server=True,
+                                     latency_ms=250.0, api_latency_ms=150.0,
+                                     shards=dict(bilibili=3, weibo=1, facebook=1, urls=1)),
               # The daemon with nothing to run, 640 sources: its per-second CPU (queue, sensors, monitoring).
               "daemon-idle-10k": dict(kind="idle", world="10k", workers=4, seconds=90)}
 
@@ -168,7 +177,7 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
     world = WORLDS[spec["world"]]
     days = world_days(world)
     db, url = createdb()
-    sim = Sim(workdir, world, LATENCY_MS, API_LATENCY_MS)
+    sim = Sim(workdir, world, *row_latency(spec))
     sampler = CpuSampler(backends=backend_pids(db))
     extra = {"DAGSTER_PG_URL": url, LEDGER_ENV: url, "FB_ACCESS_TOKEN": "scale-token-not-secret"}
     os.environ.update(extra)
@@ -273,7 +282,7 @@ def idle_row(name: str, spec: dict, workdir: Path) -> dict:
 
     world = WORLDS[spec["world"]]
     db, url = createdb()
-    sim = Sim(workdir, world, LATENCY_MS, API_LATENCY_MS)
+    sim = Sim(workdir, world, *row_latency(spec))
     extra = {"DAGSTER_PG_URL": url, LEDGER_ENV: url, "FB_ACCESS_TOKEN": "scale-token-not-secret"}
     os.environ.update(extra)
     sampler = CpuSampler(backends=backend_pids(db))
@@ -317,7 +326,7 @@ def crawl_row(name: str, spec: dict, workdir: Path) -> dict:
 
     world = WORLDS[spec["world"]]
     days = world_days(world)
-    sim = Sim(workdir, world, LATENCY_MS, API_LATENCY_MS)
+    sim = Sim(workdir, world, *row_latency(spec))
     try:
         home = workdir / "home"
         home.mkdir()
@@ -462,10 +471,16 @@ def _time_sensors(sources: Path, workdir: Path, ledger_url: str, backend: str) -
         os.environ.pop("DAGSTER_PG_URL", None)
 
 
+def row_latency(spec: dict) -> tuple[float, float]:
+    """(media, API) latency in ms: the rows' default, or the row's own (the -slow rows)."""
+    return spec.get("latency_ms", LATENCY_MS), spec.get("api_latency_ms", API_LATENCY_MS)
+
+
 def run_row(name: str, keep: bool = False) -> dict:
     spec = {**ROWS, **EXTRA_ROWS}[name]
     workdir = Path(tempfile.mkdtemp(prefix=f"scale-{name}-", dir="/tmp"))
     started = time.time()
+    speed_before = speed_probe_ms()
     try:
         if spec["kind"] == "daemon":
             result = daemon_row(name, spec, workdir)
@@ -481,11 +496,22 @@ def run_row(name: str, keep: bool = False) -> dict:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
     result.update(measured_at=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)), machine=machine(),
-                  latency_ms=LATENCY_MS, api_latency_ms=API_LATENCY_MS, rate_per_platform=RATE, burst_per_platform=BURST,
-                  row_seconds=time.time() - started)
+                  latency_ms=row_latency(spec)[0], api_latency_ms=row_latency(spec)[1], rate_per_platform=RATE, burst_per_platform=BURST,
+                  row_seconds=time.time() - started, speed_probe_ms=[speed_before, speed_probe_ms()])
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1, default=str))
     return result
+
+
+def speed_probe_ms() -> float:
+    """A fixed pure-Python loop, timed before and after each row: a VM's speed was seen to
+    change by 2x within an hour (the simulator's CPU per item, a fixed workload, with it), so
+    rows are comparable only when their probes agree."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(3_000_000):
+        total += i * i
+    return round((time.perf_counter() - start) * 1000, 1)
 
 
 def machine() -> str:
@@ -517,8 +543,18 @@ def summary(result: dict) -> str:
             outside_items_share_max_500=max((r["outside_items_share"] for r in big if r["outside_items_share"] is not None), default=None),
             to_first_item_s_median=statistics.median([r["to_first_item_s"] for r in runs if r["to_first_item_s"] is not None] or [0]),
             wall_s_median=statistics.median([r["wall_s"] for r in runs if r["wall_s"]] or [0]),
+            outside_steps_median_s={part: round(statistics.median(values), 2) for part, values in _outside_parts(runs).items()},
+            outside_steps_max_s={part: round(max(values), 2) for part, values in _outside_parts(runs).items()},
         )
     return json.dumps(keep, indent=1, default=str)
+
+
+def _outside_parts(runs) -> dict[str, list[float]]:
+    parts: dict[str, list[float]] = {}
+    for run in runs:
+        for part, seconds in (run.get("outside_steps") or {}).items():
+            parts.setdefault(part, []).append(seconds)
+    return parts
 
 
 def main(argv=None) -> int:

@@ -33,17 +33,32 @@ def run_figures(instance, runs, ledger_rows: dict) -> list[dict]:
                      if "STEP_START" in s)
         row = ledger_rows.get(run.run_id, {})
         wall = (end - start) if start and end else None
+        spans = sorted((s["STEP_START"], s.get("STEP_SUCCESS", s.get("STEP_FAILURE", s["STEP_START"])))
+                       for s in steps.values() if "STEP_START" in s)
         out.append(dict(
             run_id=run.run_id, partition=run.tags.get("dagster/partition"), status=run.status.value,
             items=row.get("items", 0), events=len(records),
             queued_s=(start - ts["PIPELINE_ENQUEUED"]) if start and "PIPELINE_ENQUEUED" in ts else None,
             wall_s=wall, steps_s=step_s,
+            step_s_by_key={key: round(s.get("STEP_SUCCESS", s.get("STEP_FAILURE", 0)) - s["STEP_START"], 2)
+                           for key, s in steps.items() if "STEP_START" in s},
             to_first_item_s=(row["first"] - start) if start and row.get("first") else None,
             dagster_share=(1 - step_s / wall) if wall else None,
             outside_items_share=((wall - (row["last"] - row["first"])) / wall) if wall and row.get("first") else None,
             start=start, end=end,
+            # Where the time outside the steps goes: the run worker's start (process, imports,
+            # code location) up to RUN_START, then up to the first step, between steps, after the last.
+            outside_steps=_outside_steps(start, ts.get("PIPELINE_START"), spans, end),
         ))
     return out
+
+
+def _outside_steps(starting, started, spans, end) -> dict | None:
+    if not (starting and started and spans and end):
+        return None
+    between = sum(max(0.0, later[0] - earlier[1]) for earlier, later in zip(spans, spans[1:]))
+    return dict(launch_s=started - starting, to_first_step_s=spans[0][0] - started,
+                between_steps_s=between, after_last_step_s=end - spans[-1][1])
 
 
 def ledger_by_run(engine) -> dict:
