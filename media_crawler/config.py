@@ -29,6 +29,7 @@ from typing import Any
 from media_crawler.models import Source
 from media_crawler.platform_spec import PlatformSettings, PlatformSpec, Setting
 from media_crawler.shards import PartitionLayout, layout_from_raw
+from media_crawler.shown import shown
 
 
 def _specs() -> Mapping[str, PlatformSpec]:
@@ -165,28 +166,34 @@ def load_config(path: str | os.PathLike | None = None) -> CrawlConfig:
 
     path = Path(path) if path else default_config_path()
     try:
-        raw, sources = _parse_text(path.read_text(encoding="utf-8"), _specs_key())
+        raw, sources = _parse_text(path, path.read_text(encoding="utf-8"), _specs_key())
     except FileNotFoundError:
         raise ConfigError(f"no sources file at {path} (set {CONFIG_ENV} or pass --config)") from None
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
-        raise ConfigError(f"{path} is not valid YAML: {str(exc)[:300]}") from None
+        raise ConfigError(f"{path} is not valid YAML: {_one_line(exc)}") from None
+    except ValueError as exc:  # YAML that reads as a value Python refuses: 2026-02-30, a 5,000-digit number
+        raise ConfigError(f"{path} holds a value that cannot be read: {_one_line(exc)}") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     return config_from_dict(raw, path=path, sources=sources)
 
 
-@lru_cache(maxsize=2)
-def _parse_text(text: str, specs_key: tuple) -> tuple[Any, tuple[Source, ...] | None]:
-    """The YAML of a sources file and its sources, parsed once per process for the same
-    text: a run worker reads the file when it loads the code location and again for its
-    resources, 0.4 s each with 12,800 sources. Keyed by the whole text, so an edited file
-    is parsed again; the rest of the configuration (paths, environment) is built on every
-    load. Sources that do not parse are left to config_from_dict, which names the error
-    in its usual order. The result is shared: nothing may modify it."""
-    import yaml
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
 
-    # libyaml's safe loader when present: ~10x faster on a 10,000-source file.
-    raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+
+@lru_cache(maxsize=2)
+def _parse_text(path: Path, text: str, specs_key: tuple) -> tuple[Any, tuple[Source, ...] | None]:
+    """The data of a sources file and its sources, parsed once per process for the same
+    text: a run worker reads the file when it loads the code location and again for its
+    resources, 0.5 s each with 12,800 sources. Keyed by the whole text, so an edited file
+    is parsed again; the rest of the configuration (paths, environment) is built on every
+    load. Across processes, config_cache's parsed copy spares the YAML. Sources that do
+    not parse are left to config_from_dict, which names the error in its usual order.
+    The result is shared: nothing may modify it."""
+    from media_crawler.config_cache import load_yaml
+
+    raw = load_yaml(path, text) or {}
     try:
         sources = tuple(_parse_sources(raw.get("sources") or [])) if isinstance(raw, Mapping) else None
     except ConfigError:
@@ -215,23 +222,24 @@ def platform_keys(spec: PlatformSpec) -> frozenset[str]:
 
 
 def _refuse_unknown(where: str, raw: Mapping[str, Any], known: frozenset[str], path: Path | None) -> None:
-    unknown = sorted(str(key) for key in raw if key not in known)
+    unknown = sorted(shown(key) for key in raw if key not in known)
     if unknown:
+        named = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
         raise ConfigError(f"{path or 'the configuration'}: unknown key{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(repr(key) for key in unknown)} in {where} (known: {', '.join(sorted(known))})")
+                          f"{named} in {where} (known: {', '.join(sorted(known))})")
 
 
 def _int(where: str, value: Any, default: int, minimum: int = 0) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 2**63:
-        raise ConfigError(f"{where} must be a whole number of at least {minimum}, not {value!r}")
+        raise ConfigError(f"{where} must be a whole number of at least {minimum}, not {shown(value)}")
     return value
 
 
 def _number(where: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9:
-        raise ConfigError(f"{where} must be a positive number, not {value!r}")
+        raise ConfigError(f"{where} must be a positive number, not {shown(value)}")
     return float(value)
 
 
@@ -239,7 +247,7 @@ def _text(where: str, value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ConfigError(f"{where} must be a string, not {value!r}")
+        raise ConfigError(f"{where} must be a string, not {shown(value)}")
     return value
 
 
@@ -247,7 +255,7 @@ def _mapping(where: str, value: Any) -> dict:
     if value is None:
         return {}
     if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise ConfigError(f"{where} must map names to strings, not {value!r}")
+        raise ConfigError(f"{where} must map names to strings, not {shown(value)}")
     return dict(value)
 
 
@@ -261,7 +269,7 @@ def config_from_dict(raw: Mapping[str, Any], path: Path | None = None,
     if not isinstance(platforms, Mapping):
         raise ConfigError("'platforms' must map platform names to their settings")
     specs = _specs()
-    unknown_platforms = sorted(str(name) for name in platforms if name not in specs)
+    unknown_platforms = sorted(shown(name) for name in platforms if name not in specs)
     if unknown_platforms:
         raise ConfigError(f"{path or 'the configuration'}: unknown platform(s) {', '.join(unknown_platforms)} "
                           f"under 'platforms' (known: {', '.join(specs)})")
@@ -305,10 +313,10 @@ def _parse_sources(entries: Any) -> list[Source]:
     specs = _specs()
     for entry in entries:
         if not isinstance(entry, Mapping):
-            raise ConfigError(f"cannot read source entry {entry!r}")
+            raise ConfigError(f"cannot read source entry {shown(entry)}")
         named = [key for key in entry if key in specs]
         if len(named) != 1:
-            raise ConfigError(f"source entry {dict(entry)!r} must name exactly one of {', '.join(specs)}")
+            raise ConfigError(f"source entry {shown(dict(entry))} must name exactly one of {', '.join(specs)}")
         platform = named[0]
         options = {key: value for key, value in entry.items() if key != platform}
         try:
@@ -316,9 +324,10 @@ def _parse_sources(entries: Any) -> list[Source]:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     counts = Counter(source.key for source in sources)
-    duplicates = {key for key, count in counts.items() if count > 1}
+    duplicates = sorted(key for key, count in counts.items() if count > 1)
     if duplicates:
-        raise ConfigError(f"sources listed twice: {', '.join(sorted(duplicates))}")
+        more = f" and {len(duplicates) - 5} more" if len(duplicates) > 5 else ""
+        raise ConfigError(f"sources listed twice: {', '.join(shown(key) for key in duplicates[:5])}{more}")
     return sources
 
 
@@ -340,7 +349,7 @@ def _host_entries(where: str, value: Any) -> tuple[str, ...]:
 
 def _flag(platform: str, key: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ConfigError(f"platforms.{platform}.{key} must be true or false, not {value!r}")
+        raise ConfigError(f"platforms.{platform}.{key} must be true or false, not {shown(value)}")
     return value
 
 
@@ -381,10 +390,10 @@ def _platform_settings(
 
 def _refuse_others_settings(name: str, raw: Mapping[str, Any], known: frozenset[str], path: Path | None) -> None:
     """A key of other platforms' specs given to this one: which platforms own it, in one line."""
-    for key in sorted(str(key) for key in raw if key not in known):
+    for key in sorted(key for key in raw if isinstance(key, str) and key not in known):
         owners = [spec.name for spec in _specs().values() if any(setting.name == key for setting in spec.settings)]
         if owners:
-            raise ConfigError(f"{path or 'the configuration'}: unknown key {key!r} in platforms.{name}: {key} is a "
+            raise ConfigError(f"{path or 'the configuration'}: unknown key {shown(key)} in platforms.{name}: {key} is a "
                               f"setting of {' and '.join(owners)}, not of {name}")
 
 
@@ -398,10 +407,10 @@ def _own_setting(where: str, setting: Setting, value: Any) -> Any:
         return _number(where, value)
     if setting.type == "bool":
         if not isinstance(value, bool):
-            raise ConfigError(f"{where} must be true or false, not {value!r}")
+            raise ConfigError(f"{where} must be true or false, not {shown(value)}")
         return value
     if setting.type == "text":
         return _text(where, value)
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):  # names
-        raise ConfigError(f"{where} must be a list of names such as [a, b], not {value!r}")
+        raise ConfigError(f"{where} must be a list of names such as [a, b], not {shown(value)}")
     return tuple(value)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from media_crawler.models import Source
+from media_crawler.shown import shown
 
 # What a registered platform that names no rate gets: never "unthrottled" silently.
 CONSERVATIVE_RATE = (1.0, 2.0)
@@ -103,6 +104,8 @@ class PlatformSpec:
     - media_hosts: host patterns its media may come from ("*": any public host).
     - settings: its own `platforms.<name>` keys, beside the shared ones (config.py);
       any other key is refused.
+    - source_options: the keys a source entry may carry beside its platform's, each with
+      its allowed values (`- weibo: user 1` + `api: ajax`); any other key or value is refused.
     - credential: (credential_env key, default environment variable) its adapter reads.
     - normalize: fn(body, settings, now, note, context) -> records: what
       `media-crawler normalize` does with a saved answer (detects its shape);
@@ -127,6 +130,7 @@ class PlatformSpec:
     unlimited: bool = False
     media_hosts: tuple[str, ...] = ()
     settings: tuple[Setting, ...] = ()
+    source_options: tuple[tuple[str, tuple[str, ...]], ...] = ()
     credential: tuple[str, str] | None = None
     normalize: Ref = None
     normalize_context: Ref = None
@@ -142,22 +146,42 @@ class PlatformSpec:
 
     # -- sources ------------------------------------------------------------------
 
-    def parse_source(self, text: str, options: Mapping[str, Any] | None = None) -> Source:
+    def parse_source(self, text: Any, options: Mapping[str, Any] | None = None) -> Source:
         """A sources.yaml entry's value (`user 12345`, `12345`, a feed URL) as a Source."""
+        if isinstance(text, bool) or not isinstance(text, (str, int)):
+            raise ValueError(f"cannot read source {self.name}: {shown(text)}; expected e.g. '{self.default_kind} 12345'")
         text = str(text).strip()
+        options = self._source_options(text, options or {})
         if self.whole_ident:
-            return Source(self.name, self.default_kind, text, dict(options or {}))
+            return Source(self.name, self.default_kind, text, options)
         parts = text.split()
         if len(parts) == 1:
             kind, ident = self.default_kind, parts[0]
         elif len(parts) == 2:
             kind, ident = parts[0].lower(), parts[1]
         else:
-            raise ValueError(f"cannot read source {self.name}: {text!r}; expected e.g. '{self.default_kind} 12345'")
+            raise ValueError(f"cannot read source {self.name}: {shown(text)}; expected e.g. '{self.default_kind} 12345'")
         if kind not in self.source_kinds:
-            raise ValueError(f"cannot read source {self.name}: {text!r}; the kind must be one of "
+            raise ValueError(f"cannot read source {self.name}: {shown(text)}; the kind must be one of "
                              f"{', '.join(self.source_kinds)}")
-        return Source(self.name, kind, ident, dict(options or {}))
+        return Source(self.name, kind, ident, options)
+
+    def _source_options(self, text: str, options: Mapping[str, Any]) -> dict[str, str]:
+        """An entry's options, each a key this platform declares with one of its values
+        (lower-cased): a typo such as `apii: ajax` must not be ignored without a word."""
+        if not options:
+            return {}
+        allowed = dict(self.source_options)
+        parsed = {}
+        for key, value in options.items():
+            if key not in allowed:
+                known = f"known: {', '.join(allowed)}" if allowed else "it takes none"
+                raise ValueError(f"source {self.name}: {shown(text)}: unknown option {shown(key)} ({known})")
+            if not isinstance(value, str) or value.strip().lower() not in allowed[key]:
+                raise ValueError(f"source {self.name}: {shown(text)}: {key} must be one of "
+                                 f"{', '.join(allowed[key])}, not {shown(value)}")
+            parsed[key] = value.strip().lower()
+        return parsed
 
     def source_key(self, source: Source) -> str:
         if self.hashed_key:

@@ -18,6 +18,7 @@ from datetime import date
 from typing import Iterable, Mapping, Sequence, TypeVar
 
 from media_crawler.models import Source, platform_names
+from media_crawler.shown import shown
 
 DEFAULT_SHARDS = 16
 # Fixed, so the day dimension never moves under an existing home; operators set their own.
@@ -87,27 +88,27 @@ def layout_from_raw(raw: object, platforms: Sequence[str] | None = None) -> Part
         return PartitionLayout()
     if not isinstance(raw, Mapping):
         raise ValueError("'partitions' must be a mapping such as {start_day: 2026-01-01, shards: 16}")
-    unknown = sorted(str(key) for key in raw if key not in ("start_day", "shards"))
+    unknown = sorted(shown(key) for key in raw if key not in ("start_day", "shards"))
     if unknown:
-        raise ValueError(f"unknown key(s) {', '.join(map(repr, unknown))} in partitions (known: shards, start_day)")
+        raise ValueError(f"unknown key(s) {', '.join(unknown[:5])} in partitions (known: shards, start_day)")
     start_day = raw.get("start_day", DEFAULT_START_DAY)
     if isinstance(start_day, str):
         try:
             start_day = date.fromisoformat(start_day)
         except ValueError:
-            raise ValueError(f"partitions.start_day must be a day such as 2026-01-01, not {start_day!r}") from None
+            raise ValueError(f"partitions.start_day must be a day such as 2026-01-01, not {shown(start_day)}") from None
     if not isinstance(start_day, date):
-        raise ValueError(f"partitions.start_day must be a day such as 2026-01-01, not {start_day!r}")
+        raise ValueError(f"partitions.start_day must be a day such as 2026-01-01, not {shown(start_day)}")
     shards = raw.get("shards", DEFAULT_SHARDS)
     if isinstance(shards, Mapping):
-        unknown = sorted(str(name) for name in shards if name not in platforms)
+        unknown = sorted(shown(name) for name in shards if name not in platforms)
         if unknown:
-            raise ValueError(f"partitions.shards names unknown platform(s) {', '.join(unknown)}")
+            raise ValueError(f"partitions.shards names unknown platform(s) {', '.join(unknown[:5])}")
         counts = {platform: shards.get(platform, DEFAULT_SHARDS) for platform in platforms}
     else:
         counts = {platform: shards for platform in platforms}
     for platform, count in counts.items():
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SHARDS:
             raise ValueError(f"partitions.shards for {platform} must be a whole number from 1 to {MAX_SHARDS}, "
-                             f"not {count!r}")
+                             f"not {shown(count)}")
     return PartitionLayout(start_day=start_day, shards=tuple(counts.items()))

@@ -123,15 +123,17 @@ class AddressRefused(Exception):
 
 
 def _listed_host(entry: str) -> tuple[str, frozenset[int] | None]:
-    """`host`, `host:port`, `host:*`, `[v6]:port` or an origin URL -> (host, ports listed)."""
+    """`host`, `host:port`, `host:*`, `[v6]:port` or an origin URL -> (host, ports listed).
+    One `:*` is stripped, without recursing: a hostile `a:*:*:*...` is refused by
+    parse_target as any other bad port, not by the interpreter's recursion limit."""
+    any_port = entry.endswith(":*")
+    if any_port:
+        entry = entry[:-2]
     if "://" in entry:
         target = parse_target(entry)
-        return target.host, frozenset({target.port})
-    if entry.endswith(":*"):
-        host, _ = _listed_host(entry[:-2])
-        return host, ANY_PORT
-    target = parse_target(f"http://{entry.strip('/')}/")
-    after_literal = entry.rsplit("]", 1)[-1] if entry.startswith("[") else entry
-    if ":" in after_literal:
-        return target.host, frozenset({target.port})
-    return target.host, frozenset(DEFAULT_PORTS.values())
+        ports = frozenset({target.port})
+    else:
+        target = parse_target(f"http://{entry.strip('/')}/")
+        after_literal = entry.rsplit("]", 1)[-1] if entry.startswith("[") else entry
+        ports = frozenset({target.port}) if ":" in after_literal else frozenset(DEFAULT_PORTS.values())
+    return target.host, ANY_PORT if any_port else ports

@@ -99,3 +99,35 @@ def test_a_file_edited_between_loads_is_read_again_and_a_bad_edit_still_refused(
     again = load_config(path)  # the same text as the first load: its parse is reused
     assert again.sources == first.sources and again.ledger_url == "sqlite:////elsewhere/ledger.db"
     assert first.sources_in(first.layout.shard_of("bilibili-12345")) == list(first.sources)
+
+
+# Nine aliases of nine: 9^10 values in ten short lines. repr() or str() of it never returns.
+ALIAS_BOMB = "\n".join(["bomb0: &a0 [x, x, x, x, x, x, x, x, x]"] + [
+    f"bomb{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)])
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("sources:\n  - " + ALIAS_BOMB.replace("\n", "\n    ") + "\n  - *a9\n", "source entry"),
+    ("sources:\n  - bilibili: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"    o{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10)), "cannot read source bilibili"),
+    ("sources:\n  - weibo: user 1\n    api: &a0 [x, x, x, x, x, x, x, x, x]\n", "api must be one of"),
+    ("sources:\n  - bilibili: user 1\n    apii: ajax\n", "unknown option 'apii'"),
+    ("sources: []\nplatforms:\n  bilibili:\n    credential_env: &a0 {x: [x, x, x, x, x, x, x, x, x]}\n", "credential_env"),
+    ("sources: []\npartitions:\n  start_day: &a0 [x, x, x, x, x, x, x, x, x]\n", "start_day"),
+    ("sources: []\n? " + "k" * 100_000 + "\n: 1\n", "unknown key"),
+    ("sources: []\n" + "".join(f"k{i}: 1\n" for i in range(5000)), "and 4995 more"),
+    ("sources: []\n? 0x" + "f" * 4000 + "\n: 1\n", "a number of 16000 bits"),
+    ("sources: []\nworkers: 2026-02-30\n", "cannot be read"),
+    ("sources: []\nallow_hosts: ['a" + ":*" * 3000 + "']\n", "allow_hosts"),
+    ("sources:\n" + "".join(f"  - bilibili: user {i}\n  - bilibili: user {i}\n" for i in range(3000)),
+     "and 2995 more"),
+])
+def test_hostile_configuration_is_one_short_line_not_a_hang(tmp_path, text, named):
+    # Run as a user would, in its own process: a hang fails on the timeout instead of stalling the suite.
+    (tmp_path / "bad.yaml").write_text(text)
+    result = run("crawl", "--config", "bad.yaml", "--day", "2026-11-25", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr + result.stdout
+    line = json.loads(result.stderr.strip().splitlines()[-1])
+    assert line["error_class"] == "config_error" and named in line["message"], line
+    assert len(result.stderr) < 2000

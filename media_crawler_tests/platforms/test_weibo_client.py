@@ -142,8 +142,10 @@ def test_walls_and_throttles_stop_the_walk(answer, error_class):
 
 
 def test_unknown_api_option_is_rejected():
-    with pytest.raises(CrawlError):
-        list(adapter(FakeTransport()).iter_records(Source.parse("weibo", "user 1", {"api": "web"}), DayWindow(date(2024, 1, 1))))
+    with pytest.raises(ValueError, match="api must be one of mobile, ajax, not 'web'"):
+        Source.parse("weibo", "user 1", {"api": "web"})  # as sources.yaml reads it
+    with pytest.raises(CrawlError):  # a Source built in code
+        list(adapter(FakeTransport()).iter_records(Source("weibo", "user", "1", {"api": "web"}), DayWindow(date(2024, 1, 1))))
 
 
 def test_resolve_refreshes_a_live_clip_from_the_post_and_pictures_need_none():

@@ -22,7 +22,7 @@ from media_crawler.platforms.weibo.posts import (
 )
 from media_crawler.platforms.window import NewestSeen, max_pages, page_reaches_before
 
-APIS = ("mobile", "ajax")
+APIS = dict(SPEC.source_options)["api"]  # sources.yaml refuses any other value; a Source built in code may not
 Mblog = Mapping[str, Any]
 
 

@@ -1,0 +1,23 @@
+"""A value from a file we did not write, as a short repr fit for a one-line error.
+
+Why not `repr()`: sources.yaml is hostile input, and YAML aliases nest a few lines into
+billions of values (`&a [x, x]`, `[*a, *a]`, ...) or into a cycle; `repr()` of that
+never returns. reprlib stops at a few levels and items, and long strings are cut.
+"""
+from __future__ import annotations
+
+import reprlib
+from typing import Any
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 2, 4, 4, 4, 4
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 80, 80, 40
+LIMIT = 200  # characters of the whole repr
+
+
+def shown(value: Any) -> str:
+    try:
+        text = _REPR.repr(value)
+    except ValueError:  # an int past Python's 4,300-digit limit for str(), e.g. YAML's 0xfff...
+        return f"<a number of {value.bit_length()} bits>" if isinstance(value, int) else "<unprintable>"
+    return text if len(text) <= LIMIT else text[:LIMIT - 3] + "..."
