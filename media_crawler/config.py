@@ -18,7 +18,6 @@ Secrets never appear here: `credential_env` names environment variables.
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Mapping  # not typing's: its isinstance costs 10 us, once per source
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -314,17 +313,25 @@ def _parse_sources(entries: Any) -> list[Source]:
     for entry in entries:
         if not isinstance(entry, Mapping):
             raise ConfigError(f"cannot read source entry {shown(entry)}")
-        named = [key for key in entry if key in specs]
+        if len(entry) == 1:  # `- bilibili: user 1`, nearly every entry: nothing to split off
+            [(platform, value)] = entry.items()
+            named, options = [platform] if platform in specs else [], None
+        else:
+            named = [key for key in entry if key in specs]
+            platform = named[0] if named else None
+            value = entry.get(platform)
+            options = {key: option for key, option in entry.items() if key != platform}
         if len(named) != 1:
             raise ConfigError(f"source entry {shown(dict(entry))} must name exactly one of {', '.join(specs)}")
-        platform = named[0]
-        options = {key: value for key, value in entry.items() if key != platform}
         try:
-            sources.append(specs[platform].parse_source(entry[platform], options))
+            sources.append(specs[platform].parse_source(value, options))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-    counts = Counter(source.key for source in sources)
-    duplicates = sorted(key for key, count in counts.items() if count > 1)
+    seen: set[str] = set()
+    repeated: set[str] = set()
+    for source in sources:
+        (repeated if source.key in seen else seen).add(source.key)
+    duplicates = sorted(repeated)
     if duplicates:
         more = f" and {len(duplicates) - 5} more" if len(duplicates) > 5 else ""
         raise ConfigError(f"sources listed twice: {', '.join(shown(key) for key in duplicates[:5])}{more}")
