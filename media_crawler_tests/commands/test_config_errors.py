@@ -106,7 +106,7 @@ ALIAS_BOMB = "\n".join(["bomb0: &a0 [x, x, x, x, x, x, x, x, x]"] + [
     f"bomb{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)])
 
 
-@pytest.mark.parametrize(("text", "named"), [
+HOSTILE = [  # (sources.yaml, what its one-line refusal names)
     ("sources:\n  - " + ALIAS_BOMB.replace("\n", "\n    ") + "\n  - *a9\n", "source entry"),
     ("sources:\n  - bilibili: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"    o{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10)), "cannot read source bilibili"),
@@ -121,13 +121,47 @@ ALIAS_BOMB = "\n".join(["bomb0: &a0 [x, x, x, x, x, x, x, x, x]"] + [
     ("sources: []\nallow_hosts: ['a" + ":*" * 3000 + "']\n", "allow_hosts"),
     ("sources:\n" + "".join(f"  - bilibili: user {i}\n  - bilibili: user {i}\n" for i in range(3000)),
      "and 2995 more"),
-])
-def test_hostile_configuration_is_one_short_line_not_a_hang(tmp_path, text, named):
-    # Run as a user would, in its own process: a hang fails on the timeout instead of stalling the suite.
-    (tmp_path / "bad.yaml").write_text(text)
+]
+
+# Every case loaded in one child process (one interpreter start, not twelve): a hang fails on
+# the timeout instead of stalling the suite, and any exception but ConfigError is a traceback.
+CHILD = """
+import json, sys
+from media_crawler.config import ConfigError, load_config
+for path in sys.argv[1:]:
+    try:
+        load_config(path)
+        print(json.dumps({"loaded": path}))
+    except ConfigError as error:
+        print(json.dumps({"refused": str(error)}))
+"""
+
+
+@pytest.fixture(scope="module")
+def hostile_refusals(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hostile")
+    paths = []
+    for index, (text, _) in enumerate(HOSTILE):
+        (folder / f"{index}").mkdir()
+        paths.append(folder / f"{index}" / "sources.yaml")
+        paths[-1].write_text(text)
+    result = subprocess.run([sys.executable, "-c", CHILD, *map(str, paths)], capture_output=True, text=True,
+                            timeout=120, cwd=folder)
+    assert result.returncode == 0 and not result.stderr, result.stderr[-2000:]
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("index", range(len(HOSTILE)))
+def test_hostile_configuration_is_refused_in_one_short_line(hostile_refusals, index):
+    refusal = hostile_refusals[index]
+    assert "refused" in refusal and HOSTILE[index][1] in refusal["refused"], refusal
+    assert len(refusal["refused"]) < 1500 and "\n" not in refusal["refused"]
+
+
+def test_a_hostile_configuration_reaches_the_user_as_one_json_line(tmp_path):
+    (tmp_path / "bad.yaml").write_text(HOSTILE[0][0])  # the alias bomb under sources:
     result = run("crawl", "--config", "bad.yaml", "--day", "2026-11-25", cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr + result.stdout and len(result.stderr) < 2000
     line = json.loads(result.stderr.strip().splitlines()[-1])
-    assert line["error_class"] == "config_error" and named in line["message"], line
-    assert len(result.stderr) < 2000
+    assert line["error_class"] == "config_error" and "source entry" in line["message"], line
