@@ -58,7 +58,10 @@ def test_invalid_feed_json_fails_the_partition_with_a_parse_error(crawl_home, si
     assert rows and rows[0].error_class == "parse_error"
 
 
-def test_html_served_as_media_is_a_classified_failure_and_never_stored(crawl_home, simulator, instance):
+def test_html_served_as_media_is_a_classified_failure_and_never_stored(crawl_home, simulator, instance, monkeypatch):
+    from media_crawler.defs import assets
+
+    monkeypatch.setattr(assets, "DOWNLOAD_RETRY_WAIT_S", 0.0)  # the step's retries, without 35 s of their waits
     path = write_config(crawl_home, simulator, [{"urls": f"{simulator.base_url}/urls/html.json"}])
     truth = requests.get(f"{simulator.base_url}/_sim/truth", timeout=5).json()
     outcome = crawl(path, truth["days"][-1:], instance=instance)

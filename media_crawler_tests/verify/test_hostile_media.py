@@ -188,7 +188,9 @@ def test_a_dagster_crawl_stores_only_media_that_decodes(hostile_server, tmp_path
     from dagster import DagsterInstance
 
     from media_crawler.commands.crawl import crawl
+    from media_crawler.defs import assets
 
+    monkeypatch.setattr(assets, "DOWNLOAD_RETRY_WAIT_S", 0.0)  # the step's retries, without 35 s of their waits
     url = feed(hostile_server, "crawl", True)
     config = {"sources": [{"urls": url}], "allow_hosts": [url], "store": str(tmp_path / "store"),
               "ledger_url": f"sqlite:///{tmp_path / 'ledger.db'}", "max_item_bytes": 64 * 1024**2}
