@@ -28,7 +28,7 @@ from typing import Any
 from media_crawler.models import Source
 from media_crawler.platform_spec import PlatformSettings, PlatformSpec, Setting
 from media_crawler.shards import PartitionLayout, layout_from_raw
-from media_crawler.shown import shown
+from media_crawler.shown import shown, shown_some
 
 
 def _specs() -> Mapping[str, PlatformSpec]:
@@ -221,11 +221,10 @@ def platform_keys(spec: PlatformSpec) -> frozenset[str]:
 
 
 def _refuse_unknown(where: str, raw: Mapping[str, Any], known: frozenset[str], path: Path | None) -> None:
-    unknown = sorted(shown(key) for key in raw if key not in known)
+    unknown = [key for key in raw if key not in known]
     if unknown:
-        named = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
         raise ConfigError(f"{path or 'the configuration'}: unknown key{'s' if len(unknown) > 1 else ''} "
-                          f"{named} in {where} (known: {', '.join(sorted(known))})")
+                          f"{shown_some(unknown)} in {where} (known: {', '.join(sorted(known))})")
 
 
 def _int(where: str, value: Any, default: int, minimum: int = 0) -> int:
@@ -268,9 +267,9 @@ def config_from_dict(raw: Mapping[str, Any], path: Path | None = None,
     if not isinstance(platforms, Mapping):
         raise ConfigError("'platforms' must map platform names to their settings")
     specs = _specs()
-    unknown_platforms = sorted(shown(name) for name in platforms if name not in specs)
+    unknown_platforms = [name for name in platforms if name not in specs]
     if unknown_platforms:
-        raise ConfigError(f"{path or 'the configuration'}: unknown platform(s) {', '.join(unknown_platforms)} "
+        raise ConfigError(f"{path or 'the configuration'}: unknown platform(s) {shown_some(unknown_platforms)} "
                           f"under 'platforms' (known: {', '.join(specs)})")
     base = path.parent.resolve() if path else Path.cwd()
     home = home_dir()
@@ -313,28 +312,22 @@ def _parse_sources(entries: Any) -> list[Source]:
     for entry in entries:
         if not isinstance(entry, Mapping):
             raise ConfigError(f"cannot read source entry {shown(entry)}")
-        if len(entry) == 1:  # `- bilibili: user 1`, nearly every entry: nothing to split off
-            [(platform, value)] = entry.items()
-            named, options = [platform] if platform in specs else [], None
-        else:
-            named = [key for key in entry if key in specs]
-            platform = named[0] if named else None
-            value = entry.get(platform)
-            options = {key: option for key, option in entry.items() if key != platform}
+        named = [key for key in entry if key in specs]
         if len(named) != 1:
             raise ConfigError(f"source entry {shown(dict(entry))} must name exactly one of {', '.join(specs)}")
+        platform = named[0]
+        # Nearly every entry is `- bilibili: user 1`: no options to split off.
+        options = {key: value for key, value in entry.items() if key != platform} if len(entry) > 1 else None
         try:
-            sources.append(specs[platform].parse_source(value, options))
+            sources.append(specs[platform].parse_source(entry[platform], options))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     seen: set[str] = set()
     repeated: set[str] = set()
     for source in sources:
         (repeated if source.key in seen else seen).add(source.key)
-    duplicates = sorted(repeated)
-    if duplicates:
-        more = f" and {len(duplicates) - 5} more" if len(duplicates) > 5 else ""
-        raise ConfigError(f"sources listed twice: {', '.join(shown(key) for key in duplicates[:5])}{more}")
+    if repeated:
+        raise ConfigError(f"sources listed twice: {shown_some(repeated)}")
     return sources
 
 

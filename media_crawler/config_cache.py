@@ -50,22 +50,20 @@ def load_yaml(config_path: Path, text: str) -> Any:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     # The parser is part of the key: another PyYAML or loader may read a value otherwise.
     digest = hashlib.sha256(f"{yaml.__version__} {loader.__name__}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()
-    copy, owner = cache_path(config_path), _owner(config_path)
-    cached = _read(copy, owner, digest, text) if owner is not None else _MISS
+    copy = cache_path(config_path)
+    try:
+        config = os.stat(config_path)
+    except OSError:
+        config = None
+    cached = _read(copy, config.st_uid, digest, text) if config is not None else _MISS
     if cached is not _MISS:
         return cached
     data = yaml.load(text, Loader=loader)
     encoded = _encode(data, budget=_values_budget(text))
-    if encoded is not _MISS and owner == os.getuid():  # a copy by anyone else would be ignored
-        _write(copy, digest, *encoded, mode=_readable_as(config_path))
+    if encoded is not _MISS and config is not None and config.st_uid == os.getuid():  # anyone else's is ignored
+        # Whoever may read sources.yaml may read its copy; only its owner may write it.
+        _write(copy, digest, *encoded, mode=(config.st_mode & 0o444) | stat.S_IWUSR)
     return data
-
-
-def _owner(config_path: Path) -> int | None:
-    try:
-        return os.stat(config_path).st_uid
-    except OSError:
-        return None
 
 
 _MISS = object()
@@ -121,15 +119,6 @@ def _trusted(info: os.stat_result, owner: int) -> bool:
             and info.st_uid == owner)
 
 
-def _readable_as(config_path: Path) -> int:
-    """The file's read bits (whoever may read sources.yaml may read its copy), never write
-    bits for others: a copy others could write would be ignored."""
-    try:
-        return (os.stat(config_path).st_mode & 0o444) | stat.S_IWUSR
-    except OSError:
-        return 0o600
-
-
 def _write(copy: Path, digest: str, data: Any, dates: bool, mode: int) -> None:
     try:
         body = json.dumps({"format": FORMAT, "sha256": digest, "dates": dates, "data": data}, ensure_ascii=False,
@@ -157,8 +146,7 @@ DATE_TAG = "!date"  # a mapping of this one key stands for a day; no sources.yam
 
 def _encode(value: Any, budget: int) -> Any:
     """(`value` as JSON gives it back exactly, days tagged; whether it holds days), or _MISS
-    when it cannot be, or when it
-    holds more than `budget` values. The budget stops YAML aliases: `&a [x, x]`, `[*a, *a]`,
+    when it cannot be, or when it holds more than `budget` values. The budget stops YAML aliases: `&a [x, x]`, `[*a, *a]`,
     ... nest to 2^n values in a few lines (and to cycles), which neither the walk nor the
     copy may follow; such a file is parsed from its YAML every time, as before."""
     counter, dates = [budget], []

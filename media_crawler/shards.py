@@ -18,7 +18,7 @@ from datetime import date
 from typing import Iterable, Mapping, Sequence, TypeVar
 
 from media_crawler.models import Source, platform_names
-from media_crawler.shown import shown
+from media_crawler.shown import shown, shown_some
 
 DEFAULT_SHARDS = 16
 # Fixed, so the day dimension never moves under an existing home; operators set their own.
@@ -88,9 +88,9 @@ def layout_from_raw(raw: object, platforms: Sequence[str] | None = None) -> Part
         return PartitionLayout()
     if not isinstance(raw, Mapping):
         raise ValueError("'partitions' must be a mapping such as {start_day: 2026-01-01, shards: 16}")
-    unknown = sorted(shown(key) for key in raw if key not in ("start_day", "shards"))
+    unknown = [key for key in raw if key not in ("start_day", "shards")]
     if unknown:
-        raise ValueError(f"unknown key(s) {', '.join(unknown[:5])} in partitions (known: shards, start_day)")
+        raise ValueError(f"unknown key(s) {shown_some(unknown)} in partitions (known: shards, start_day)")
     start_day = raw.get("start_day", DEFAULT_START_DAY)
     if isinstance(start_day, str):
         try:
@@ -101,9 +101,9 @@ def layout_from_raw(raw: object, platforms: Sequence[str] | None = None) -> Part
         raise ValueError(f"partitions.start_day must be a day such as 2026-01-01, not {shown(start_day)}")
     shards = raw.get("shards", DEFAULT_SHARDS)
     if isinstance(shards, Mapping):
-        unknown = sorted(shown(name) for name in shards if name not in platforms)
+        unknown = [name for name in shards if name not in platforms]
         if unknown:
-            raise ValueError(f"partitions.shards names unknown platform(s) {', '.join(unknown[:5])}")
+            raise ValueError(f"partitions.shards names unknown platform(s) {shown_some(unknown)}")
         counts = {platform: shards.get(platform, DEFAULT_SHARDS) for platform in platforms}
     else:
         counts = {platform: shards for platform in platforms}

@@ -7,12 +7,20 @@ never returns. reprlib stops at a few levels and items, and long strings are cut
 from __future__ import annotations
 
 import reprlib
-from typing import Any
+from typing import Any, Iterable
 
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 2, 4, 4, 4, 4
 _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 80, 80, 40
 LIMIT = 200  # characters of the whole repr
+
+
+def shown_some(values: Iterable[Any], limit: int = 5) -> str:
+    """The first `limit` of `values`, each shown(), sorted, then how many more: a list of
+    unknown keys or repeated sources from a hostile file may be 100,000 long."""
+    names = sorted(shown(value) for value in values)
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
 
 
 def shown(value: Any) -> str:
