@@ -553,7 +553,8 @@ def _outside_parts(runs) -> dict[str, list[float]]:
     parts: dict[str, list[float]] = {}
     for run in runs:
         for part, seconds in (run.get("outside_steps") or {}).items():
-            parts.setdefault(part, []).append(seconds)
+            if seconds is not None:
+                parts.setdefault(part, []).append(seconds)
     return parts
 
 

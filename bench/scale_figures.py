@@ -7,6 +7,11 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+# The engine event a run worker writes once its process is up, its instance built, before it
+# loads the code location (dagster/_grpc/impl.py, _run_in_subprocess).
+WORKER_STARTED = "Started process for run"
+
+
 def run_figures(instance, runs, ledger_rows: dict) -> list[dict]:
     """Per run: queue wait, wall (STARTING -> SUCCESS), steps' time, first item, event-log rows."""
     from dagster import DagsterEventType
@@ -27,6 +32,8 @@ def run_figures(instance, runs, ledger_rows: dict) -> list[dict]:
                 ts.setdefault(kind.value, entry.timestamp)
             elif kind in (DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE):
                 steps[event.step_key].setdefault(kind.value, entry.timestamp)
+            elif kind == DagsterEventType.ENGINE_EVENT and (event.message or "").startswith(WORKER_STARTED):
+                ts.setdefault(WORKER_STARTED, entry.timestamp)
         start = ts.get("PIPELINE_STARTING") or ts.get("PIPELINE_START")
         end = ts.get("PIPELINE_SUCCESS") or ts.get("PIPELINE_FAILURE")
         step_s = sum(s.get("STEP_SUCCESS", s.get("STEP_FAILURE", 0)) - s["STEP_START"] for s in steps.values()
@@ -48,16 +55,21 @@ def run_figures(instance, runs, ledger_rows: dict) -> list[dict]:
             start=start, end=end,
             # Where the time outside the steps goes: the run worker's start (process, imports,
             # code location) up to RUN_START, then up to the first step, between steps, after the last.
-            outside_steps=_outside_steps(start, ts.get("PIPELINE_START"), spans, end),
+            outside_steps=_outside_steps(start, ts.get(WORKER_STARTED), ts.get("PIPELINE_START"), spans, end),
         ))
     return out
 
 
-def _outside_steps(starting, started, spans, end) -> dict | None:
+def _outside_steps(starting, worker_started, started, spans, end) -> dict | None:
     if not (starting and started and spans and end):
         return None
     between = sum(max(0.0, later[0] - earlier[1]) for earlier, later in zip(spans, spans[1:]))
-    return dict(launch_s=started - starting, to_first_step_s=spans[0][0] - started,
+    return dict(launch_s=started - starting,
+                # The launch in two: the worker's process, its imports and the instance (Dagster's),
+                # then loading the code location and the job up to RUN_START.
+                worker_start_s=(worker_started - starting) if worker_started else None,
+                code_location_s=(started - worker_started) if worker_started else None,
+                to_first_step_s=spans[0][0] - started,
                 between_steps_s=between, after_last_step_s=end - spans[-1][1])
 
 
