@@ -3,6 +3,7 @@ concurrently, so crawls keep writing), SKIP LOCKED claims, racing discoveries.""
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -114,25 +115,30 @@ def test_two_runs_discovering_the_same_records_at_once_insert_each_once(fresh_ur
     assert len(tasks) == 200 and {task.state for task in tasks} == {DISCOVERED}
 
 
-def in_lockstep(*loops, rounds: int = 30) -> None:
-    """Run each loop body `rounds` times in its own thread, all starting each round together;
-    the first error stops every thread (a broken barrier) and is raised here."""
-    barrier = threading.Barrier(len(loops), timeout=60)
+def in_lockstep(*loops, rounds: int = 30, timeout: float = 60) -> None:
+    """Run each loop body `rounds` times in its own thread, all starting each round together.
+    The first error stops every thread (a broken barrier) and is raised here; a barrier that
+    broke with no error behind it (a round that never finished: a deadlock or a hang) fails
+    the test too, so a test using this cannot pass without running every round."""
+    barrier = threading.Barrier(len(loops), timeout=timeout)
 
-    def run(body) -> None:
-        try:
-            for n in range(rounds):
+    def run(body) -> int:
+        for n in range(rounds):
+            try:
                 barrier.wait()
+            except threading.BrokenBarrierError:
+                return n  # another thread failed, or the wait timed out: see below
+            try:
                 body(n)
-        except threading.BrokenBarrierError:
-            pass  # another thread failed first: its error is the one to see
-        except BaseException:
-            barrier.abort()
-            raise
+            except BaseException:
+                barrier.abort()
+                raise
+        return rounds
 
     with ThreadPoolExecutor(len(loops)) as pool:
-        for future in [pool.submit(run, body) for body in loops]:
-            future.result()
+        futures = [pool.submit(run, body) for body in loops]
+        completed = [future.result() for future in futures]  # re-raises a body's error
+    assert completed == [rounds] * len(loops), f"rounds completed per thread: {completed} of {rounds}"
 
 
 def test_batches_touching_the_same_rows_in_opposite_orders_do_not_deadlock(fresh_url):
@@ -142,6 +148,8 @@ def test_batches_touching_the_same_rows_in_opposite_orders_do_not_deadlock(fresh
     ids = [task.id for task in ledger.tasks()]
     in_lockstep(lambda n: ledger.apply([(task_id, None, columns(attempts=n)) for task_id in ids]),
                 lambda n: ledger.apply([(task_id, None, columns(attempts=n)) for task_id in reversed(ids)]))
+    # Both threads wrote the last round's value to every row: no batch was lost to a rollback.
+    assert sorted(task.attempts for task in ledger.tasks()) == [29] * 40
 
 
 def test_discovery_and_a_download_batch_over_the_same_rows_do_not_deadlock(fresh_url):
@@ -153,6 +161,15 @@ def test_discovery_and_a_download_batch_over_the_same_rows_do_not_deadlock(fresh
     ids = [task.id for task in ledger.tasks()]
     in_lockstep(lambda n: ledger.record_discovered(list(reversed(records)), source_key="s", day="d2"),
                 lambda n: ledger.apply([(task_id, None, columns(attempts=n)) for task_id in ids]))
+    tasks = ledger.tasks()
+    # Rediscovery adds no row and does not undo the download batches' writes.
+    assert len(tasks) == 40 and {task.attempts for task in tasks} == {29}
+
+
+def test_a_barrier_that_times_out_fails_the_lockstep_instead_of_passing():
+    # One body outlasts the barrier's timeout: both threads see a broken barrier and no error.
+    with pytest.raises(AssertionError, match="rounds completed"):
+        in_lockstep(lambda n: time.sleep(0.5), lambda n: None, rounds=2, timeout=0.1)
 
 
 def _index_validity(engine) -> dict[str, bool]:
