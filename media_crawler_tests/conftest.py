@@ -1,25 +1,20 @@
 """Shared test fixtures: a simulator, a crawl configuration pointing at it, service gates."""
 from __future__ import annotations
 
-import os
-import socket
-
 import pytest
 import yaml
 
-REQUIRE_SERVICES = os.environ.get("MEDIA_CRAWLER_REQUIRE_SERVICES") == "1"
+from media_crawler_tests.services import require_service, summary_lines  # noqa: F401 (require_service: re-exported)
 
 
-def require_service(name: str, port: int, host: str = "127.0.0.1") -> None:
-    """Skip (fail under CI, where .ci/run sets MEDIA_CRAWLER_REQUIRE_SERVICES=1) when a service is absent."""
-    try:
-        with socket.create_connection((host, port), timeout=1):
-            return
-    except OSError:
-        message = f"{name} is not listening on {host}:{port}"
-    if REQUIRE_SERVICES:
-        pytest.fail(f"{message}, and CI requires it (MEDIA_CRAWLER_REQUIRE_SERVICES=1)")
-    pytest.skip(message)
+def pytest_terminal_summary(terminalreporter) -> None:
+    """One line per missing service, binary or package at the end of every run, so a skip
+    is never silent (under CI the tests that needed it failed instead)."""
+    lines = summary_lines()
+    if lines:
+        terminalreporter.section("missing services")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="module")

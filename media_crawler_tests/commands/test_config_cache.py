@@ -11,6 +11,7 @@ import yaml
 from media_crawler import config as config_module
 from media_crawler.config import load_config
 from media_crawler.config_cache import FORMAT, cache_path, load_yaml
+from media_crawler_tests.services import require_root
 
 TEXT = "workers: 2\nsources:\n  - bilibili: user 12345\n  - weibo: user 679\n    api: ajax\n"
 
@@ -82,8 +83,7 @@ def _a_link(copy):
 
 
 def _not_ours(copy):
-    if os.getuid() != 0:
-        pytest.skip("giving a file to another user needs root")
+    require_root("giving a file to another user needs root")
     os.chown(copy, 65534, 65534)
     os.chmod(copy, 0o644)
 
@@ -157,8 +157,7 @@ def test_values_json_cannot_give_back_exactly_are_never_copied(tmp_path, text):
 def test_a_file_of_another_user_gets_no_copy_and_a_copy_beside_it_is_ignored(tmp_path):
     # A service reading an operator's sources.yaml must not obey a copy the service's own
     # user could write.
-    if os.getuid() != 0:
-        pytest.skip("giving a file to another user needs root")
+    require_root("giving a file to another user needs root")
     path = write(tmp_path)
     load_config(path)
     tampered(path)  # a copy of this process's user, digest right, workers: 99

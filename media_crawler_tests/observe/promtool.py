@@ -18,7 +18,7 @@ from typing import Iterator
 import pytest
 import yaml
 
-from media_crawler_tests.conftest import REQUIRE_SERVICES
+from media_crawler_tests import services
 
 REPO = Path(__file__).resolve().parents[2]
 ALERTS = REPO / "deploy" / "alerts.yaml"
@@ -27,13 +27,7 @@ RUNBOOK = REPO / "docs" / "RECOVERY.md"  # the runbook: alerts point at its sect
 
 def require_binary(name: str) -> str:
     """The binary's path; skip (fail under CI) when it is not installed."""
-    path = shutil.which(name)
-    if path:
-        return path
-    message = f"{name} is not installed (Debian package prometheus: .ci/install_prometheus.sh)"
-    if REQUIRE_SERVICES:
-        pytest.fail(f"{message}, and CI requires it (MEDIA_CRAWLER_REQUIRE_SERVICES=1)")
-    pytest.skip(message)
+    return services.require_binary(name, "Debian package prometheus: .ci/install_prometheus.sh")
 
 
 def promtool(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -13,6 +13,7 @@ from media_crawler.config import load_config
 from media_crawler.config import CELERY_CONFIG_ENV
 from media_crawler.defs.celery import CELERY_JOB_NAME
 from media_crawler.deploy.services import BIN, REPO_ROOT, WORKSPACE, ServiceGroup, dagster_env
+from media_crawler_tests import services
 from media_crawler_tests.conftest import require_service, write_config
 from media_crawler_tests.production.conftest import (
     assert_store_sound,
@@ -23,7 +24,11 @@ from media_crawler_tests.production.conftest import (
     write_postgres_home,
 )
 
-pytest.importorskip("dagster_celery", reason="the celery extra is not installed (pip install -e '.[celery,test]')")
+
+
+@pytest.fixture(autouse=True)
+def celery_installed():
+    services.require_module("dagster_celery", "the celery extra: pip install -e '.[celery,test]'")
 
 DAY = "2026-11-27"
 SOURCES = [{"bilibili": "user 12345"}, {"weibo": "user 678"}, {"weibo": "user 679", "api": "ajax"},

@@ -16,11 +16,9 @@ import requests
 import yaml
 
 from media_crawler.deploy.services import REPO_ROOT, group_alive
-from media_crawler_tests.conftest import REQUIRE_SERVICES
+from media_crawler_tests import services
 from media_crawler_tests.production.conftest import assert_store_sound, expected_blobs, free_port
 from media_crawler_tests.shard_support import demo_layout
-
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 
 CHROMIUM = Path("/usr/bin/chromium")
 # No background networking: this machine refuses Chromium's calls home, many at a time.
@@ -32,13 +30,10 @@ SHARD = demo_layout().shard_of(SOURCE)  # the partition holding it: the demo's o
 LEAD_SCREENSHOT = Path("/tmp/mc-ui-screenshot.png")
 
 
-def require_chromium() -> None:
-    if CHROMIUM.exists():
-        return
-    message = f"Debian chromium is not installed at {CHROMIUM} (apt-get install -y chromium)"
-    if REQUIRE_SERVICES:
-        pytest.fail(f"{message}, and CI requires it")
-    pytest.skip(message)
+def require_browser() -> None:
+    if not CHROMIUM.exists():
+        services.missing("chromium", f"Debian chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
+    services.require_module("playwright.sync_api", "pip install -e '.[test]'")
 
 
 class UiProcess:
@@ -85,7 +80,7 @@ class UiProcess:
 
 @pytest.fixture
 def ui(tmp_path):
-    require_chromium()
+    require_browser()
     ui = UiProcess(tmp_path / "home", free_port())
     try:
         yield ui

@@ -15,6 +15,7 @@ from media_crawler.deploy.workers import (
     plan_from_environment,
     render_instance_yaml,
 )
+from media_crawler_tests import services
 from media_crawler_tests.production.conftest import POSTGRES_TEMPLATE
 from media_crawler_tests.shard_support import partition_of
 
@@ -86,7 +87,7 @@ def test_every_crawl_run_is_tagged_with_its_platform():
 
 
 def test_the_celery_job_takes_its_executor_settings_from_the_workers_yaml(tmp_path, monkeypatch):
-    pytest.importorskip("dagster_celery", reason="the celery extra is not installed")
+    services.require_module("dagster_celery", "the celery extra: pip install -e '.[celery]'")
     from media_crawler.config import CELERY_CONFIG_ENV
     from media_crawler.defs.celery import build_celery_crawl_job, celery_executor_config
     from media_crawler.shards import PartitionLayout
