@@ -53,7 +53,8 @@ def test_log_lag_is_measured_when_the_line_is_written_and_reported_on_progress_l
     record.created -= 1.5  # the event happened 1.5 s before its line could be written (a blocked stdout)
     handler.emit(record)
     lag = LOG_LAG.take()
-    assert lag["writes"] == 1 and 1500 <= lag["max_ms"] < 3000
+    # At least the 1.5 s the event waited (a lower bound that time's direction guarantees).
+    assert lag["writes"] == 1 and lag["max_ms"] >= 1500
     assert LOG_LAG.take() is None, "each take covers the lines since the previous one"
 
     def with_a_late_line(logger):
