@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import and_, case, func, literal, null, select
 from sqlalchemy.engine import Engine
 
+from media_crawler import errors
 from media_crawler.download.ratebudget import Bucket
 from media_crawler.store import schema, waits
 from media_crawler.store.reports.counts import HOUR_S, _unindexed
@@ -20,7 +21,7 @@ B = schema.rate_budget
 
 # Platform health from every signal: server-side failures (what the outage breaker
 # counts) against successes, media and feed alike, over the last hour.
-OUTAGE_CLASSES = ("http_5xx", "network_timeout", "connection_reset")
+OUTAGE_CLASSES = tuple(sorted(error_class.value for error_class in errors.OUTAGE_CLASSES))
 OUTAGE_STREAK = 3  # failures in a row, with no success since: recovery/outage.py's threshold
 MOSTLY = 0.5  # "mostly fail": at least this share of the hour's outcomes failed
 # A drained bucket binds only while someone is drawing on it (a take refreshes updated_at).
