@@ -119,9 +119,10 @@ class UrlPolicy:
 
     def not_listed(self, target: Target, entry: str) -> CrawlError:
         """host_not_allowed for `target`: its host and the setting to add `entry` to."""
+        pattern = " (or a *.domain pattern for a CDN)" if target.address is None and entry == target.host else ""
         return CrawlError(ErrorClass.HOST_NOT_ALLOWED,
-                          f"host {target.host} is not listed in {self.settings}: add {entry!r} there "
-                          "(or a *.domain pattern for a CDN) and re-run the partition")
+                          f"host {target.host} is not listed in {self.settings}: add {entry!r} there{pattern} "
+                          "and re-run the partition")
 
     def admits(self, host: str, port: int, address: Address) -> bool:
         """Whether a connection to `host`:`port` may go to `address`."""
