@@ -120,13 +120,24 @@ def ca_bundle_override() -> str | None:
 
 
 def config_path_default() -> str:
-    """--config's default: $MEDIA_CRAWLER_CONFIG, else ./sources.yaml."""
-    return os.environ.get(CONFIG_ENV) or "sources.yaml"
+    """--config's default and the code location's: $MEDIA_CRAWLER_CONFIG, else ./sources.yaml,
+    else the one `make demo` wrote (so the README's Dagster CLI line works right after it),
+    else ./sources.yaml (whose absence the error then names)."""
+    named = os.environ.get(CONFIG_ENV)
+    if named:
+        return named
+    demo = demo_config_path(home_default())
+    return str(demo) if not Path("sources.yaml").exists() and demo.is_file() else "sources.yaml"
 
 
 def home_default() -> str:
     """--home's default: $MEDIA_CRAWLER_HOME, else ./var."""
     return os.environ.get(HOME_ENV) or "var"
+
+
+def demo_config_path(home: str | os.PathLike) -> Path:
+    """Where `media-crawler demo` writes the demo's sources.yaml under its home."""
+    return Path(home) / "demo" / "sources.yaml"
 
 
 def dagster_home_env() -> Path | None:
@@ -157,7 +168,7 @@ def home_dir() -> Path:
 
 
 def default_config_path() -> Path:
-    return Path(os.environ.get(CONFIG_ENV, "sources.yaml"))
+    return Path(config_path_default())
 
 
 def load_config(path: str | os.PathLike | None = None) -> CrawlConfig:
