@@ -73,6 +73,14 @@ class CrawlConfig:
         """The configured sources a shard partition holds (shards.py)."""
         return list(self._sources_by_shard.get(shard, ()))
 
+    def unset_credentials(self) -> dict[str, list[tuple[str, str]]]:
+        """platform -> (credential_env key, variable) of every variable its `credential_env`
+        names that is unset or empty now: naming one says the platform needs it."""
+        unset = {platform: [(key, env) for key, env in sorted(settings.credential_env.items())
+                            if environment_value(str(env)) is None]
+                 for platform, settings in self.platforms.items()}
+        return {platform: names for platform, names in unset.items() if names}
+
     @cached_property
     def _sources_by_shard(self) -> dict[str, list[Source]]:
         # Every step of a run asks for its shard: one pass over the sources per configuration, not per step.

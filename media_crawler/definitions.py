@@ -8,7 +8,7 @@ layout applies (docs/SHARDS.md).
 """
 from __future__ import annotations
 
-from dagster import Definitions, definitions
+from dagster import Definitions, definitions, in_process_executor
 
 from media_crawler.config import CrawlConfig, default_config_path, load_config
 from media_crawler.defs.assets import build_crawl_assets
@@ -28,6 +28,10 @@ def build_definitions(layout: PartitionLayout) -> Definitions:
         schedules=[schedule],
         sensors=sensors,
         resources=crawl_resources(),
+        # A partition's four steps are a chain: one process per run, as `crawl` and the
+        # crawl job do (defs/jobs.py crawl_execution), also for what the asset graph and
+        # backfills launch (__ASSET_JOB); a job with its own executor (crawl_celery) keeps it.
+        executor=in_process_executor,
     )
 
 
