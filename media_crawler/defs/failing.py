@@ -21,8 +21,7 @@ CONFIG_ERROR = "config_error"  # the class cli.py gives a ConfigError too
 
 
 def final_failure(error_class: str, message: str) -> Failure:
-    return Failure(description=scrub_text(f"{error_class}: {message}"), metadata={"error_class": error_class},
-                   allow_retries=False)
+    return Failure(description=scrub_text(f"{error_class}: {message}"), allow_retries=False)
 
 
 @contextmanager
