@@ -87,9 +87,9 @@ def _stage(context: AssetExecutionContext, platforms: PlatformsResource):
         runtime = platforms.runtime()
         check_layout(runtime.ledger, runtime.config, instance=context.instance, shard=shard)
         sources = runtime.config.sources_in(shard)
-        refuse_unset_credentials(runtime, sources, window, run_id=context.run_id)
         with correlation(run_id=context.run_id, partition=str(context.partition_key),
                          step=context.asset_key.to_user_string()):
+            refuse_unset_credentials(runtime, sources, window, run_id=context.run_id)  # before any request
             yield Scope(runtime, shard, sources, window)
 
 
