@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dagster import DagsterRun
-from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
+from dagster import DagsterRun, QueuedRunCoordinator, SubmitRunContext
 
 from media_crawler.deploy.workers import PLATFORM_TAG
 from media_crawler.shards import is_shard_key, shard_platform

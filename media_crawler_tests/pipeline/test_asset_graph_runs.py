@@ -7,9 +7,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-from dagster import DagsterInstance, DagsterRunStatus
+from dagster import DagsterInstance, DagsterRunStatus, SubmitRunContext
 from dagster._core.remote_origin import InProcessCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
-from dagster._core.run_coordinator import SubmitRunContext
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
 from media_crawler.definitions import build_definitions
