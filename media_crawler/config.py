@@ -73,6 +73,14 @@ class CrawlConfig:
         """The configured sources a shard partition holds (shards.py)."""
         return list(self._sources_by_shard.get(shard, ()))
 
+    def unset_credentials(self) -> dict[str, list[tuple[str, str]]]:
+        """platform -> (credential_env key, variable) of every variable its `credential_env`
+        names that is unset or empty now: naming one says the platform needs it."""
+        unset = {platform: [(key, env) for key, env in sorted(settings.credential_env.items())
+                            if environment_value(str(env)) is None]
+                 for platform, settings in self.platforms.items()}
+        return {platform: names for platform, names in unset.items() if names}
+
     @cached_property
     def _sources_by_shard(self) -> dict[str, list[Source]]:
         # Every step of a run asks for its shard: one pass over the sources per configuration, not per step.
@@ -120,13 +128,24 @@ def ca_bundle_override() -> str | None:
 
 
 def config_path_default() -> str:
-    """--config's default: $MEDIA_CRAWLER_CONFIG, else ./sources.yaml."""
-    return os.environ.get(CONFIG_ENV) or "sources.yaml"
+    """--config's default and the code location's: $MEDIA_CRAWLER_CONFIG, else ./sources.yaml,
+    else the one `make demo` wrote (so the README's Dagster CLI line works right after it),
+    else ./sources.yaml (whose absence the error then names)."""
+    named = os.environ.get(CONFIG_ENV)
+    if named:
+        return named
+    demo = demo_config_path(home_default())
+    return str(demo) if not Path("sources.yaml").exists() and demo.is_file() else "sources.yaml"
 
 
 def home_default() -> str:
     """--home's default: $MEDIA_CRAWLER_HOME, else ./var."""
     return os.environ.get(HOME_ENV) or "var"
+
+
+def demo_config_path(home: str | os.PathLike) -> Path:
+    """Where `media-crawler demo` writes the demo's sources.yaml under its home."""
+    return Path(home) / "demo" / "sources.yaml"
 
 
 def dagster_home_env() -> Path | None:
@@ -157,7 +176,7 @@ def home_dir() -> Path:
 
 
 def default_config_path() -> Path:
-    return Path(os.environ.get(CONFIG_ENV, "sources.yaml"))
+    return Path(config_path_default())
 
 
 def load_config(path: str | os.PathLike | None = None) -> CrawlConfig:

@@ -1,14 +1,16 @@
 """The code location's entry point (workspace.yaml points here).
 
 The partitions come from the `partitions:` section of the code location's
-sources.yaml (MEDIA_CRAWLER_CONFIG), read when Dagster loads the code location
+sources.yaml ($MEDIA_CRAWLER_CONFIG, else ./sources.yaml, else the demo's), read when Dagster loads the code location
 (`@definitions`: importing this module reads nothing); everything else is read
 by the resources when a run or tick needs it (defs/resources.py). Without a sources file the default
 layout applies (docs/SHARDS.md).
 """
 from __future__ import annotations
 
-from dagster import Definitions, definitions
+import warnings
+
+from dagster import BetaWarning, Definitions, definitions, in_process_executor
 
 from media_crawler.config import CrawlConfig, default_config_path, load_config
 from media_crawler.defs.assets import build_crawl_assets
@@ -16,6 +18,13 @@ from media_crawler.defs.celery import build_celery_crawl_job
 from media_crawler.defs.jobs import build_automation, build_crawl_job
 from media_crawler.defs.resources import crawl_resources
 from media_crawler.shards import PartitionLayout
+
+# Dagster's notes on its own beta features, for what every run of this code location
+# does: the JSON handler of the shipped dagster.yaml (python_logs) and the asset
+# selection behind `--select '*'`. Nothing for an operator to act on, printed on every
+# CLI run. (Its CLI's SupersessionWarning comes before this module loads: README.md.)
+warnings.filterwarnings("ignore", category=BetaWarning,
+                        message=r"(Handling yaml-defined logging configuration|Parameter `include_sources`)")
 
 
 def build_definitions(layout: PartitionLayout) -> Definitions:
@@ -28,6 +37,10 @@ def build_definitions(layout: PartitionLayout) -> Definitions:
         schedules=[schedule],
         sensors=sensors,
         resources=crawl_resources(),
+        # A partition's four steps are a chain: one process per run, as `crawl` and the
+        # crawl job do (defs/jobs.py crawl_execution), also for what the asset graph and
+        # backfills launch (__ASSET_JOB); a job with its own executor (crawl_celery) keeps it.
+        executor=in_process_executor,
     )
 
 

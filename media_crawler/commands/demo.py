@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from media_crawler.dagster_home import ensure_dagster_home
-from media_crawler.config import HOME_ENV, default_environment, home_default, set_environment
+from media_crawler.config import HOME_ENV, default_environment, demo_config_path, home_default, set_environment
 from media_crawler.sim.sources import demo_environment, demo_sources
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         sim = start_simulator(args.port, args.seed)
         try:
             truth = requests.get(f"{sim.base_url}/_sim/truth", timeout=10).json()
-            config_path = home / "demo" / "sources.yaml"
+            config_path = demo_config_path(home)
             config_path.write_text(yaml.safe_dump(demo_sources(sim.base_url), sort_keys=False))
             before = _store_snapshot(home / "store")
             print(f"crawling {len(demo_sources(sim.base_url)['sources'])} demo sources for {', '.join(truth['days'])} "

@@ -35,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from media_crawler.observe.status import build_status
     from media_crawler.observe.target import observed_config
+    from media_crawler.pipeline.credentials import unset_credential_messages
     from media_crawler.store.ledger import Ledger
 
     config = observed_config(args.config)
@@ -47,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if instance is not None:
             instance.dispose()
+    status["credentials_unset"] = unset_credential_messages(config)  # names, never values
     if args.json:
         json.dump(status, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
@@ -100,6 +102,8 @@ def render_text(status: dict) -> str:
                           f"{health['outage_failures_1h']} server-side failure(s), {health['requests_ok_1h']} ok "
                           f"in the last hour")
         lines.append(f"  {name:<9} {health['status']:<13} {'; '.join(detail)}".rstrip())
+    if status.get("credentials_unset"):
+        lines.append("credentials not set: " + "; ".join(status["credentials_unset"]))
     uncertain = status["uncertain"]
     lines.append(f"uncertain (lease expired, worker silent): {uncertain['count']}"
                  + (f", oldest expired {uncertain['oldest_expired_at']}, owners {_counts(uncertain['by_owner'], '{name} ({count})')}"

@@ -22,7 +22,7 @@ import yaml
 from media_crawler.commands.demo import start_simulator
 from media_crawler.sim.sources import demo_environment, demo_sources
 from media_crawler.dagster_home import INSTANCE_TEMPLATE, ensure_dagster_home
-from media_crawler.config import HOME_ENV, environment_value, home_default, load_config, set_environment
+from media_crawler.config import HOME_ENV, demo_config_path, environment_value, home_default, load_config, set_environment
 from media_crawler.deploy.workers import RENDERED_MARKER, WorkerPlan, render_instance_yaml
 
 
@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def write_sources(home: Path, base_url: str, workers: int | None) -> Path:
     """The demo's sources.yaml (the same file `make demo` writes), pointed at this simulator."""
-    path = home / "demo" / "sources.yaml"
+    path = demo_config_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = demo_sources(base_url)
     if workers:

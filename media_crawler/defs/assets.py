@@ -34,11 +34,13 @@ from dagster import (
     asset,
 )
 
+from media_crawler.defs.failing import failing_at_once
 from media_crawler.defs.partitions import crawl_partitions, split_partition_key
 from media_crawler.errors import POLICIES, FinalState
 from media_crawler.defs.resources import PlatformsResource
 from media_crawler.observe.events import correlation
 from media_crawler.observe.logging import ensure_configured
+from media_crawler.pipeline.credentials import refuse_unset_credentials
 from media_crawler.pipeline.discover import ShardDiscovery, discover_sources
 from media_crawler.pipeline.layout import check_layout
 from media_crawler.pipeline.download import download_partition
@@ -55,6 +57,7 @@ from media_crawler.shards import PartitionLayout
 
 GROUP = "media_crawl"
 # Whole-step failures only (a dead API, a killed process); items retry inside the step.
+# A configuration, auth, parse or policy error fails the step at once (defs/failing.py).
 STEP_RETRY = RetryPolicy(max_retries=3, delay=2, backoff=Backoff.EXPONENTIAL, jitter=Jitter.PLUS_MINUS)
 # First wait before media_downloads runs again for its transient failures (doubles per retry).
 DOWNLOAD_RETRY_WAIT_S = 5.0
@@ -83,11 +86,14 @@ def _stage(context: AssetExecutionContext, platforms: PlatformsResource):
     ensure_configured()  # item events as JSON lines on stdout, not in Dagster's event log
     record_run_process(context)  # so a restart can tell this run died with its process (recovery/runs.py)
     shard, window = split_partition_key(context.partition_key)
-    runtime = platforms.runtime()
-    check_layout(runtime.ledger, runtime.config, instance=context.instance, shard=shard)
-    sources = runtime.config.sources_in(shard)
-    with correlation(run_id=context.run_id, partition=str(context.partition_key), step=context.asset_key.to_user_string()):
-        yield Scope(runtime, shard, sources, window)
+    with failing_at_once():
+        runtime = platforms.runtime()
+        check_layout(runtime.ledger, runtime.config, instance=context.instance, shard=shard)
+        sources = runtime.config.sources_in(shard)
+        with correlation(run_id=context.run_id, partition=str(context.partition_key),
+                         step=context.asset_key.to_user_string()):
+            refuse_unset_credentials(runtime, sources, window, run_id=context.run_id)  # before any request
+            yield Scope(runtime, shard, sources, window)
 
 
 def _failures_table(report: StageReport) -> MetadataValue:

@@ -19,6 +19,7 @@ from dagster import (
     SensorEvaluationContext,
     SkipReason,
     define_asset_job,
+    in_process_executor,
     schedule,
     sensor,
 )
@@ -53,18 +54,15 @@ def partitioned_run_config(layout: PartitionLayout, run_config: dict) -> Partiti
                              tags_for_partition_key_fn=platform_tags)
 
 
-def crawl_execution() -> dict:
-    """The four steps of a partition are a chain: separate step processes would only
-    add a process start each (2-3 s, ../shared/DAGSTER.md) and gain nothing, so one
-    run executes in one process; parallelism comes from runs over partitions (the
-    run queue's limits, deploy/workers.py). `workers: N` sets those limits."""
-    return {"execution": {"config": {"in_process": {}}}}
-
-
 @lru_cache(maxsize=16)
 def build_crawl_job(layout: PartitionLayout):
-    return define_asset_job("crawl", selection=AssetSelection.groups(GROUP),
-                            config=partitioned_run_config(layout, crawl_execution()),
+    # The four steps of a partition are a chain: separate step processes would only
+    # add a process start each (2-3 s, ../shared/DAGSTER.md) and gain nothing, so one
+    # run executes in one process (as the code location's default executor does for
+    # the asset graph's runs, definitions.py); parallelism comes from runs over
+    # partitions (the run queue's limits, deploy/workers.py). `workers: N` sets those limits.
+    return define_asset_job("crawl", selection=AssetSelection.groups(GROUP), executor_def=in_process_executor,
+                            config=partitioned_run_config(layout, {}),
                             description="All four stages for one partition (one shard of sources, one day).")
 
 

@@ -1,7 +1,7 @@
 """`workers: N`: one number in sources.yaml, and everything that must change with it.
 
 A *worker* is one process executing one partition at a time: a run slot in
-the daemon's queue (each run executes its steps in its own processes), or a
+the daemon's queue (each run executes its steps in its one process), or a
 Celery worker process started with `--concurrency=1` in the distributed
 deployment. Going from one worker to four is this one setting:
 
@@ -9,7 +9,7 @@ deployment. Going from one worker to four is this one setting:
 |------------------------------|--------------------------------------------------|------------------------|
 | runs in flight               | instance `concurrency.runs.max_concurrent_runs`  | N                      |
 | runs per platform            | instance `concurrency.runs.tag_concurrency_limits` on the run tag `media_crawler/platform` | N - N//4 |
-| executor `max_concurrent`    | the code location's default multiprocess executor | N                     |
+| executor                     | the code location's default: in-process           | one process per run    |
 | download threads per worker  | `Runtime.download_threads`                        | 4 (4N in all)          |
 | rate budget per platform     | `mc_rate_budget` in the ledger database           | unchanged: shared by all N |
 

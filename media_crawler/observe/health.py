@@ -3,7 +3,8 @@
 live:  the process runs and the ledger database answers a query.
 ready: the database takes a write, the store takes a write, the store's disk
        has more than `min_free_bytes` free, and no platform had an auth
-       failure in the last hour (a crawl would only collect more of them).
+       failure in the last hour (a crawl would only collect more of them), and
+       every credential variable sources.yaml names for a crawled platform is set.
        Platforms whose requests mostly fail server-side are shown too
        (`platform_outage`: down or degraded, since when) without failing the
        probe: a platform's outage is not this worker's, the outage breaker
@@ -75,6 +76,7 @@ def ready(engine: Engine, config: CrawlConfig, now: float | None = None) -> Prob
     record("store_writable", lambda: _probe_store(config), "store not writable")
     record("disk_free", lambda: _disk_above_minimum(config), "disk below min_free_bytes")
     record("platform_auth", lambda: _no_auth_failures(engine, now), "platform in auth failure")
+    record("credentials", lambda: _credentials_set(config), "credential not set")
     outages = _platform_outages(engine, now)
     checks["platform_outage"] = outages
     reason = "; ".join(failures) if failures else "database and store writable, disk above minimum, no auth failures"
@@ -112,6 +114,16 @@ def _platform_outages(engine: Engine, now: float) -> dict[str, Any]:
         return {"ok": True, "detail": f"not computed: {detail}", "ms": round(ms, 1), "platforms": {}}
     text = ", ".join(f"{name} {entry['state']} since {entry['since']}" for name, entry in sorted(result.items()))
     return {"ok": True, "detail": text or "no platform down or degraded", "ms": round(ms, 1), "platforms": result}
+
+
+def _credentials_set(config: CrawlConfig) -> str:
+    """Every variable `credential_env` names for a platform with sources is set (names, never values)."""
+    from media_crawler.pipeline.credentials import unset_credential_messages
+
+    missing = unset_credential_messages(config)
+    if missing:
+        raise CheckFailed("; ".join(missing))
+    return "every credential sources.yaml names is set"
 
 
 def _no_auth_failures(engine: Engine, now: float) -> str:

@@ -41,7 +41,7 @@ def faulty_crawl(tmp_path_factory, simulator):
     source_keys = dict(zip(named, (source.key for source in config.sources)))
     with pytest.MonkeyPatch.context() as patch, \
             DagsterInstance.ephemeral(settings=dagster_log_settings(home / "dagster.jsonl")) as instance:
-        patch.delenv("FB_ACCESS_TOKEN", raising=False)  # the simulator answers Graph error 190
+        patch.delenv("FB_ACCESS_TOKEN", raising=False)  # named in credential_env: auth before any request
         patch.setattr(assets, "DOWNLOAD_RETRY_WAIT_S", 0.0)
         patch.setattr(errors, "ATTEMPTS", replace(errors.ATTEMPTS, in_step=2))
         with captured_crawl(config_path, [day], instance, home) as crawl:

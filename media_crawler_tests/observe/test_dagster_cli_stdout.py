@@ -41,7 +41,7 @@ def test_stdout_of_a_cli_materialization_is_json_lines_only(tmp_path):
         partition = f"{day}|{load_config(config_path).layout.shard_of(source_key)}"
         done = subprocess.run(
             [str(DAGSTER), "asset", "materialize", "-m", "media_crawler.definitions", "--select", "*",
-             "--partition", partition, "--config-json", '{"execution":{"config":{"in_process":{}}}}'],
+             "--partition", partition],
             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()

@@ -30,7 +30,7 @@ def test_a_fresh_home_is_live_and_ready(tmp_path, capsys):
     code, answer = probe(capsys, "--ready", "--config", str(path))
     assert code == 0 and answer["ok"], answer
     assert set(answer["checks"]) == {"database_writable", "store_writable", "disk_free", "platform_auth",
-                                     "platform_outage"}
+                                     "credentials", "platform_outage"}
     assert answer["checks"]["platform_outage"]["platforms"] == {}
     assert not list((tmp_path / "store" / "staging").iterdir()), "the store probe leaves nothing behind"
 

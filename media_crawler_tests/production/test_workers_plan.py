@@ -82,8 +82,7 @@ def test_every_crawl_run_is_tagged_with_its_platform():
     job = build_definitions(PartitionLayout()).resolve_job_def("crawl")
     tags = job.partitioned_config.get_tags_for_partition_key(partition_of("2026-11-26", "weibo-679"))
     assert tags[PLATFORM_TAG] == "weibo"
-    run_config = job.partitioned_config.get_run_config_for_partition_key(partition_of("2026-11-26", "weibo-679"))
-    assert "in_process" in run_config["execution"]["config"], "a partition's chain of steps runs in one process"
+    assert job.executor_def.name == "in_process", "a partition's chain of steps runs in one process"
 
 
 def test_the_celery_job_takes_its_executor_settings_from_the_workers_yaml(tmp_path, monkeypatch):
