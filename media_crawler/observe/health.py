@@ -2,8 +2,10 @@
 
 live:  the process runs and the ledger database answers a query.
 ready: the database takes a write, the store takes a write, the store's disk
-       has more than `min_free_bytes` free, and no platform had an auth
-       failure in the last hour (a crawl would only collect more of them).
+       has more than `min_free_bytes` free, and no platform is in an auth
+       incident: its latest auth failure is newer than its latest success (a
+       crawl would only collect more of them; a success after it ends it:
+       store/reports/platform_incidents.py).
        Platforms whose requests mostly fail server-side are shown too
        (`platform_outage`: down or degraded, since when) without failing the
        probe: a platform's outage is not this worker's, the outage breaker
@@ -77,7 +79,7 @@ def ready(engine: Engine, config: CrawlConfig, now: float | None = None) -> Prob
     record("platform_auth", lambda: _no_auth_failures(engine, now), "platform in auth failure")
     outages = _platform_outages(engine, now)
     checks["platform_outage"] = outages
-    reason = "; ".join(failures) if failures else "database and store writable, disk above minimum, no auth failures"
+    reason = "; ".join(failures) if failures else "database and store writable, disk above minimum, no auth failure"
     if outages.get("platforms"):
         reason += "; " + outages["detail"] + " (not gating readiness)"
     return ProbeResult("ready", not failures, reason, checks)
@@ -96,8 +98,8 @@ def _disk_above_minimum(config: CrawlConfig) -> str:
 
 
 def _platform_outages(engine: Engine, now: float) -> dict[str, Any]:
-    """Platforms down or degraded (platform_signals.platform_outage), since when. Always ok:
-    shown, not gating (see the module docstring)."""
+    """Platforms down or degraded now (platform_signals.platform_outage: an outage incident
+    lasts), since when. Always ok: shown, not gating (see the module docstring)."""
     from media_crawler.timestamps import utc_timestamp
 
     def check() -> dict[str, Any]:
@@ -115,8 +117,12 @@ def _platform_outages(engine: Engine, now: float) -> dict[str, Any]:
 
 
 def _no_auth_failures(engine: Engine, now: float) -> str:
+    from media_crawler.timestamps import utc_timestamp
+
     health = platform_signals.platform_health(engine, now, platform_names())
-    failing = sorted(name for name, entry in health.items() if entry["auth_failures_1h"])
+    failing = sorted(name for name, entry in health.items() if entry["auth_failures"])
     if failing:
-        raise CheckFailed(", ".join(f"{name} ({health[name]['auth_failures_1h']} in the last hour)" for name in failing))
-    return "none in the last hour"
+        raise CheckFailed(", ".join(f"{name} (since {utc_timestamp(health[name]['auth_failed_since'])}, "
+                                    f"{health[name]['auth_failures']} failure(s), no success since)"
+                                    for name in failing))
+    return "no platform in auth failure"
