@@ -23,6 +23,7 @@ while it lasts; it never keeps one open.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
 
 from media_crawler.store import schema, waits
+from media_crawler.store.reports.counts import _unindexed
 
 T = schema.tasks
 F = schema.feed_errors
@@ -71,36 +73,30 @@ def latest_incidents(engine: Engine, platforms: tuple[str, ...]) -> dict[str, di
     """Per platform, its latest incident of each kind it ever had (ongoing or ended), by kind."""
     result: dict[str, dict[str, Incident]] = {name: {} for name in platforms}
     with engine.connect() as conn:
-        spans = _failure_spans(conn, None, None)
-        for platform, kinds in sorted(spans.items()):
-            earliest = min(first for _count, first, _last in kinds.values())
+        for platform, kinds in sorted(_failure_times(conn).items()):
+            earliest = min(times[0] for times in kinds.values())
             last_success = _success_edge(conn, platform, earliest, None, latest=True)
             found = result.setdefault(platform, {})
-            for kind, (_count, first, last) in sorted(kinds.items()):
-                incident = _incident(conn, platform, kind, first, last, last_success)
+            for kind, times in sorted(kinds.items()):
+                incident = _incident(conn, platform, kind, times, last_success)
                 if incident.kind != OUTAGE or incident.failures >= OUTAGE_STREAK:
                     found[kind] = incident  # a server-side failure or two is what an item's retries are for
     return result
 
 
-def last_success_at(engine: Engine, platform: str, after: float) -> float | None:
-    """The latest success of `platform` after `after` (a bounded look: the ledger may be large)."""
-    with engine.connect() as conn:
-        return _success_edge(conn, platform, after, None, latest=True)
-
-
-def _incident(conn: Connection, platform: str, kind: str, first: float, last: float,
+def _incident(conn: Connection, platform: str, kind: str, times: list[float],
               last_success: float | None) -> Incident:
+    """The stretch of `times` (the kind's failures, sorted) that ends with the latest one."""
+    last = times[-1]
     if last_success is None or last_success < last:
-        # Ongoing: the failures after the latest success.
-        after = last_success if last_success is not None and last_success >= first else None
-        until = None
+        after, until = last_success, None  # ongoing: the failures after the latest success
     else:
         # Ended by the first success after its latest failure; it began after the success before that.
         until = _success_edge(conn, platform, last, None, latest=False)
-        after = _success_edge(conn, platform, first, last, latest=True)
-    count, since, _latest = _failure_spans(conn, platform, after).get(platform, {}).get(kind, (0, first, last))
-    return Incident(platform, kind, _state(conn, platform, kind, since, count), since, until, count, last)
+        after = _success_edge(conn, platform, times[0], last, latest=True)
+    stretch = times[bisect_right(times, after):] if after is not None else times
+    return Incident(platform, kind, _state(conn, platform, kind, stretch[0], len(stretch)), stretch[0], until,
+                    len(stretch), last)
 
 
 def _state(conn: Connection, platform: str, kind: str, since: float, failures: int) -> str:
@@ -108,47 +104,41 @@ def _state(conn: Connection, platform: str, kind: str, since: float, failures: i
         return "auth_failed"
     if kind == RATE_LIMITED:
         return "rate_limited"
+    if failures < OUTAGE_STREAK:
+        return "degraded"  # not reported (latest_incidents): spares the count below
     ok_before = _success_count(conn, platform, since - LOOKBACK_S, since)
     return "down" if failures / (failures + ok_before) >= MOSTLY else "degraded"
 
 
-def _failure_spans(conn: Connection, platform: str | None,
-                   after: float | None) -> dict[str, dict[str, tuple[int, float, float]]]:
-    """platform -> kind -> (failures, first, last), of the failures newer than `after` (all when None)."""
+def _failure_times(conn: Connection) -> dict[str, dict[str, list[float]]]:
+    """platform -> kind -> the times of its failures the ledger holds, sorted. Read once: the
+    rows still failing are the unfinished share of the ledger (the state index finds them)."""
     classes = list(KIND_OF)
-
-    def bounded(query, platform_column, at):
-        if platform is not None:
-            query = query.where(platform_column == platform)
-        return query.where(at > after) if after is not None else query
-
-    failed = bounded(select(T.c.platform, T.c.error_class.label("error_class"), T.c.failed_at.label("at"))
-                     .where(T.c.state.in_(["retry_wait", "failed"]), T.c.error_class.in_(classes),
-                            T.c.failed_at.is_not(None)), T.c.platform, T.c.failed_at)
-    halted = bounded(select(T.c.platform, T.c.wait_cause.label("error_class"), T.c.wait_since.label("at"))
-                     .where(T.c.state == "discovered", T.c.wait_reason == waits.PLATFORM_HALTED,
-                            T.c.wait_cause.in_(classes), T.c.wait_since.is_not(None)), T.c.platform, T.c.wait_since)
+    failed = (select(T.c.platform, T.c.error_class.label("error_class"), T.c.failed_at.label("at"))
+              .where(T.c.state.in_(["retry_wait", "failed"]), T.c.error_class.in_(classes),
+                     T.c.failed_at.is_not(None)))
+    halted = (select(T.c.platform, T.c.wait_cause.label("error_class"), T.c.wait_since.label("at"))
+              .where(T.c.state == "discovered", T.c.wait_reason == waits.PLATFORM_HALTED,
+                     T.c.wait_cause.in_(classes), T.c.wait_since.is_not(None)))
     # Page-level feed errors, resolved or not: a resolved one is an ended incident's history.
-    pages = bounded(select(F.c.platform, F.c.error_class.label("error_class"), F.c.at.label("at"))
-                    .where(F.c.item_id.is_(None), F.c.error_class.in_(classes)), F.c.platform, F.c.at)
-    rows = failed.union_all(halted, pages).subquery()
-    query = (select(rows.c.platform, rows.c.error_class, func.count(), func.min(rows.c.at), func.max(rows.c.at))
-             .group_by(rows.c.platform, rows.c.error_class))
-    spans: dict[str, dict[str, tuple[int, float, float]]] = {}
-    for name, error_class, count, first, last in conn.execute(query):
-        kinds = spans.setdefault(name, {})
-        kind = KIND_OF[error_class]
-        known = kinds.get(kind)
-        kinds[kind] = (count, first, last) if known is None else (
-            known[0] + count, min(known[1], first), max(known[2], last))
-    return spans
+    pages = (select(F.c.platform, F.c.error_class.label("error_class"), F.c.at.label("at"))
+             .where(F.c.item_id.is_(None), F.c.error_class.in_(classes)))
+    found: dict[str, dict[str, list[float]]] = {}
+    for platform, error_class, at in conn.execute(failed.union_all(halted, pages)):
+        found.setdefault(platform, {}).setdefault(KIND_OF[error_class], []).append(at)
+    for kinds in found.values():
+        for times in kinds.values():
+            times.sort()
+    return found
 
 
 def _success_sources(platform: str):
     """(time column, conditions) of each kind of success of the platform: items downloaded or
     committed, feed pages a later walk read, feed walks that finished."""
+    # The platform compared as an expression: else SQLite walks the identity index by platform
+    # (every row of it) instead of the committed_at index from the time bound.
     return [
-        (T.c.committed_at, [T.c.platform == platform], None),
+        (T.c.committed_at, [_unindexed(T.c.platform) == platform], None),
         (T.c.finished_at, [T.c.state.in_(["downloaded", "verified"]), T.c.platform == platform], None),
         (F.c.resolved_at, [F.c.platform == platform, F.c.item_id.is_(None)], None),
         (D.c.feed_done_at, [S.c.platform == platform], D.join(S, S.c.source_key == D.c.source_key)),
