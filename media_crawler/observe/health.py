@@ -16,6 +16,7 @@ exits 0 (pass) or 1 (fail).
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -76,8 +77,10 @@ def ready(engine: Engine, config: CrawlConfig, now: float | None = None) -> Prob
     record("database_writable", lambda: probes.probe_write(engine), "database not writable")
     record("store_writable", lambda: _probe_store(config), "store not writable")
     record("disk_free", lambda: _disk_above_minimum(config), "disk below min_free_bytes")
-    record("platform_auth", lambda: _no_auth_failures(engine, now), "platform in auth failure")
-    outages = _platform_outages(engine, now)
+    # Both platform checks read one computation of the platforms' state.
+    health = functools.cache(lambda: platform_signals.platform_health(engine, now, platform_names()))
+    record("platform_auth", lambda: _no_auth_failures(health()), "platform in auth failure")
+    outages = _platform_outages(health)
     checks["platform_outage"] = outages
     reason = "; ".join(failures) if failures else "database and store writable, disk above minimum, no auth failure"
     if outages.get("platforms"):
@@ -97,16 +100,15 @@ def _disk_above_minimum(config: CrawlConfig) -> str:
     return f"{disk['free_bytes']} bytes free"
 
 
-def _platform_outages(engine: Engine, now: float) -> dict[str, Any]:
-    """Platforms down or degraded now (platform_signals.platform_outage: an outage incident
-    lasts), since when. Always ok: shown, not gating (see the module docstring)."""
+def _platform_outages(health: Callable[[], dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Platforms down or degraded now (an outage incident lasts: platform_signals), since when.
+    Always ok: shown, not gating (see the module docstring)."""
     from media_crawler.timestamps import utc_timestamp
 
     def check() -> dict[str, Any]:
-        outage = platform_signals.platform_outage(engine, now, platform_names())
         return {name: {"state": entry["outage_state"], "since": utc_timestamp(entry["outage_since"]),
                        "failure_ratio_1h": entry["failure_ratio_1h"]}
-                for name, entry in outage.items() if entry["outage_state"] != "ok"}
+                for name, entry in health().items() if entry["outage_state"] != "ok"}
 
     result: dict[str, Any] = {}
     passed, detail, ms = _timed(lambda: result.update(check()))
@@ -116,10 +118,9 @@ def _platform_outages(engine: Engine, now: float) -> dict[str, Any]:
     return {"ok": True, "detail": text or "no platform down or degraded", "ms": round(ms, 1), "platforms": result}
 
 
-def _no_auth_failures(engine: Engine, now: float) -> str:
+def _no_auth_failures(health: dict[str, dict[str, Any]]) -> str:
     from media_crawler.timestamps import utc_timestamp
 
-    health = platform_signals.platform_health(engine, now, platform_names())
     failing = sorted(name for name, entry in health.items() if entry["auth_failures"])
     if failing:
         raise CheckFailed(", ".join(f"{name} (since {utc_timestamp(health[name]['auth_failed_since'])}, "
