@@ -292,3 +292,12 @@ def test_the_auth_alert_fires_resolves_after_the_renewed_token_and_fires_again(o
     alerts_fire_resolve_and_fire_again(scrapes, "MediaCrawlerPlatformAuthFailed",
                                        {"platform": "facebook", "state": "auth_failed"})
 
+
+
+def test_the_outage_threshold_and_classes_are_the_breakers():
+    """The store may not import recovery/: the numbers are repeated, and must stay the same."""
+    from media_crawler.recovery import outage
+    from media_crawler.store.reports import platform_incidents
+
+    assert platform_incidents.OUTAGE_STREAK == outage.OUTAGE_THRESHOLD
+    assert set(platform_incidents.OUTAGE_CLASSES) == {error_class.value for error_class in outage.OUTAGE_CLASSES}
