@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     config = observed_config(args.config)
     engine = Ledger(config.ledger_url).engine
     report = failure_report(engine, now=now, since=since, platform=args.platform, limit=args.limit or None)
-    data = {**report.as_json(), "platform_incidents": _incidents(engine, now, args.platform)}
+    data = {**report.as_json(), "platform_incidents": _incidents(engine, now, args.platform, since)}
     if args.json:
         json.dump(data, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
@@ -66,13 +66,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _incidents(engine, now: float, platform: str | None) -> list[dict]:
-    """Each platform's latest incident of each kind (auth, rate limit, outage), ongoing or ended."""
+def _incidents(engine, now: float, platform: str | None, since: float | None) -> list[dict]:
+    """Each platform's latest incident of each kind (auth, rate limit, outage): ongoing, or
+    ended after `since`."""
     from media_crawler.store.reports import platform_signals
 
     health = platform_signals.platform_health(engine, now, (platform,) if platform else platform_names())
-    return [incident for name, entry in sorted(health.items()) if platform in (None, name)
-            for incident in platform_signals.health_json(entry)["incidents"]]
+    return [shown for name, entry in sorted(health.items()) if platform in (None, name)
+            for incident, shown in zip(entry["incidents"], platform_signals.health_json(entry)["incidents"])
+            if since is None or incident["until"] is None or incident["until"] >= since]
 
 
 def render_text(data: dict) -> str:
