@@ -259,7 +259,17 @@ def _mapping(where: str, value: Any) -> dict:
 
 def config_from_dict(raw: Mapping[str, Any], path: Path | None = None,
                      sources: tuple[Source, ...] | None = None) -> CrawlConfig:
-    """`sources`: raw's sources, already parsed (load_config's cache)."""
+    """`sources`: raw's sources, already parsed (load_config's cache). Every error names
+    the file once, at its start, whichever check raised it."""
+    try:
+        return _config_from_dict(raw, path, sources)
+    except ConfigError as exc:
+        if path is None or str(exc).startswith(f"{path}:"):
+            raise
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def _config_from_dict(raw: Mapping[str, Any], path: Path | None, sources: tuple[Source, ...] | None) -> CrawlConfig:
     if not isinstance(raw, Mapping):
         raise ConfigError("the sources file must be a mapping with a 'sources' list")
     _refuse_unknown("the top level", raw, TOP_LEVEL_KEYS, path)

@@ -3,7 +3,8 @@
     CrawlError(error_class, message, platform_code, retry_after, http_status)
     │
     ├── transient: retried per item with capped exponential backoff + jitter
-    │     network_timeout  connection_reset  http_5xx
+    │     network_timeout  connection_reset  connection_refused  http_5xx
+    │                       (these four say the server side is unwell: OUTAGE_CLASSES)
     │     rate_limited     (429, Retry-After, Bilibili -412/-352/-799,
     │                       Weibo 418/432, Facebook 4/17/32/613/80001 and
     │                       368, a temporary policy block)
@@ -17,8 +18,13 @@
     ├── permanent: recorded, reported, never retried
     │     not_found        (404/410, Bilibili -404/62002/62004/62012/-403/-10403/-688,
     │                       Facebook 100/33, Weibo tombstones)
-    │     too_large        disallowed_url
+    │     too_large        disallowed_url (hostile: an unlisted internal address,
+    │                       a malformed URL; docs/DESIGN.md "Refused URLs")
     │     unsupported_media (the announced bytes are no format we store)
+    │
+    ├── settings: refused by this deployment's lists, fetched once the host is listed
+    │     host_not_allowed (failed, not gone: its message names the host and the
+    │                       setting to change; a re-run after the change fetches it)
     │
     ├── alerting: no retry, a person must look
     │     auth             (401, Facebook 190, 10/200-299 and a 100 naming a permission or
@@ -43,6 +49,7 @@ from media_crawler.scrub import scrub_text
 class ErrorClass(str, Enum):
     NETWORK_TIMEOUT = "network_timeout"
     CONNECTION_RESET = "connection_reset"
+    CONNECTION_REFUSED = "connection_refused"
     HTTP_5XX = "http_5xx"
     RATE_LIMITED = "rate_limited"
     URL_EXPIRED = "url_expired"
@@ -53,6 +60,7 @@ class ErrorClass(str, Enum):
     NOT_FOUND = "not_found"
     TOO_LARGE = "too_large"
     DISALLOWED_URL = "disallowed_url"
+    HOST_NOT_ALLOWED = "host_not_allowed"
     UNSUPPORTED_MEDIA = "unsupported_media"
     AUTH = "auth"
     PARSE_ERROR = "parse_error"
@@ -80,6 +88,7 @@ class ErrorPolicy:
     stops_platform: bool = False  # no more requests to this platform in this run
     stops_admission: bool = False  # no new downloads anywhere (disk)
     restart_part: bool = False  # discard the staging .part before the next attempt
+    outage: bool = False  # says the server side is unwell, not this item (recovery/outage.py)
 
     def backoff(self, attempt: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
         """Seconds to wait before attempt `attempt + 1` (attempt counts from 1).
@@ -95,13 +104,15 @@ class ErrorPolicy:
 
 
 _TRANSIENT = ErrorPolicy(retryable=True, final_state=FinalState.FAILED)
+_OUTAGE = ErrorPolicy(retryable=True, final_state=FinalState.FAILED, outage=True)
 _BAD_BODY = ErrorPolicy(retryable=True, final_state=FinalState.FAILED, restart_part=True)
 _PERMANENT = ErrorPolicy(retryable=False, final_state=FinalState.GONE)
 
 POLICIES: dict[ErrorClass, ErrorPolicy] = {
-    ErrorClass.NETWORK_TIMEOUT: _TRANSIENT,
-    ErrorClass.CONNECTION_RESET: _TRANSIENT,
-    ErrorClass.HTTP_5XX: _TRANSIENT,
+    ErrorClass.NETWORK_TIMEOUT: _OUTAGE,
+    ErrorClass.CONNECTION_RESET: _OUTAGE,
+    ErrorClass.CONNECTION_REFUSED: _OUTAGE,
+    ErrorClass.HTTP_5XX: _OUTAGE,
     ErrorClass.RATE_LIMITED: ErrorPolicy(
         retryable=True, final_state=FinalState.FAILED, backoff_base_s=2.0, backoff_cap_s=120.0, slows_platform=True
     ),
@@ -113,12 +124,19 @@ POLICIES: dict[ErrorClass, ErrorPolicy] = {
     ErrorClass.NOT_FOUND: _PERMANENT,
     ErrorClass.TOO_LARGE: _PERMANENT,
     ErrorClass.DISALLOWED_URL: _PERMANENT,
+    # Not retried in the run (the lists do not change under it), but failed, not gone:
+    # the seen-set does not hold it, and the next run after the host is listed fetches it.
+    ErrorClass.HOST_NOT_ALLOWED: ErrorPolicy(retryable=False, final_state=FinalState.FAILED),
     ErrorClass.UNSUPPORTED_MEDIA: _PERMANENT,
     ErrorClass.AUTH: ErrorPolicy(retryable=False, final_state=FinalState.FAILED, stops_platform=True),
     ErrorClass.PARSE_ERROR: ErrorPolicy(retryable=False, final_state=FinalState.FAILED),
     ErrorClass.DISK_FULL: ErrorPolicy(retryable=False, final_state=FinalState.FAILED, stops_admission=True),
     ErrorClass.STORAGE_ERROR: ErrorPolicy(retryable=False, final_state=FinalState.FAILED, stops_admission=True),
 }
+
+# Failures that say "the server side is unwell", not "this item is bad": the outage
+# breaker (recovery/outage.py) and platform health (store/reports/platform_signals.py).
+OUTAGE_CLASSES = frozenset(error_class for error_class, policy in POLICIES.items() if policy.outage)
 
 
 @dataclass(frozen=True)

@@ -29,3 +29,14 @@ def shown(value: Any) -> str:
     except ValueError:  # an int past Python's 4,300-digit limit for str(), e.g. YAML's 0xfff...
         return f"<a number of {value.bit_length()} bits>" if isinstance(value, int) else "<unprintable>"
     return text if len(text) <= LIMIT else text[:LIMIT - 3] + "..."
+
+
+def clipped(text: str, limit: int = 160) -> str:
+    """`text` cut to `limit` characters in its middle: a reason's start says what failed
+    and its end often why ("... from http://cdn/x: ConnectionRefusedError"), so both stay."""
+    if len(text) <= limit:
+        return text
+    marker = " ... "
+    head = (limit - len(marker) + 1) // 2
+    tail = limit - len(marker) - head
+    return text[:head] + marker + (text[-tail:] if tail > 0 else "")

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             sim.stop()
     after = _store_snapshot(home / "store")
-    _print_summary(home, dagster_home, config_path, log_path, outcome, before, after)
+    print("\n".join(summary_lines(home, dagster_home, config_path, log_path, outcome, before, after)))
     return 1 if outcome.failed else 0
 
 
@@ -77,35 +77,38 @@ def _store_snapshot(root: Path) -> dict[str, int]:
     return {sha256: store.size(sha256) for sha256 in store.iter_sha256s()}
 
 
-def _print_summary(home, dagster_home, config_path, log_path, outcome, before, after) -> None:
+def summary_lines(home, dagster_home, config_path, log_path, outcome, before, after) -> list[str]:
+    """The demo's closing report; every line is read from where it claims to be (the ledger,
+    the store, the run outcomes), and each place is named by what it is."""
     from media_crawler.config import load_config
+    from media_crawler.models import platform_names
     from media_crawler.store.ledger import COMMITTED, Ledger
     from media_crawler.store.reports.reads import failure_counts_by_class, totals_by_platform_kind_state
+    from media_crawler.store.urls import display_url
 
-    ledger = Ledger(load_config(config_path).ledger_url)
-    rows = totals_by_platform_kind_state(ledger)
-    failures = failure_counts_by_class(ledger)
+    config = load_config(config_path)
+    ledger = Ledger(config.ledger_url)
     committed = Counter()
-    for platform, kind, state, count, _size in rows:
+    for platform, kind, state, count, _size in totals_by_platform_kind_state(ledger):
         if state == COMMITTED:
             committed[(platform, kind)] += count
-    new_blobs = len(set(after) - set(before))
-    new_bytes = sum(after[name] for name in set(after) - set(before))
-    out = sys.stdout
-    print("\n== media-crawler demo ==", file=out)
-    from media_crawler.models import platform_names
-
+    new = set(after) - set(before)
+    lines = ["", "== media-crawler demo =="]
     for platform in platform_names():
         kinds = ", ".join(f"{committed[(platform, k)]} {k}" for k in ("image", "video", "audio") if committed[(platform, k)])
-        print(f"  {platform:<9} {kinds or 'nothing committed'}", file=out)
-    print(f"  store: {len(after)} blobs, {sum(after.values()) / 1e6:.1f} MB in {home / 'store'}", file=out)
-    if new_blobs:
-        print(f"  this run: {new_blobs} new blobs, {new_bytes / 1e6:.1f} MB downloaded", file=out)
+        lines.append(f"  {platform:<9} {kinds or 'nothing committed'}")
+    lines.append(f"  store: {len(after)} blobs, {sum(after.values()) / 1e6:.1f} MB in {config.store_root}")
+    if new:
+        lines.append(f"  this run: {len(new)} new blobs, {sum(after[name] for name in new) / 1e6:.1f} MB stored")
     else:
-        print("  this run: nothing new to download: every item was already seen", file=out)
-    print("  failures by class: " + (", ".join(f"{c or 'unknown'}={n}" for c, n in failures) or "none"), file=out)
-    print(f"  partitions: {len(outcome.partitions) - len(outcome.failed)} ok, {len(outcome.failed)} failed", file=out)
+        lines.append("  this run: nothing new to download: every item was already seen")
+    failures = failure_counts_by_class(ledger)
+    lines.append("  items not stored, by class (whole ledger): "
+                 + (", ".join(f"{c or 'unknown'}={n}" for c, n in failures) or "none"))
+    lines.append(f"  partitions: {len(outcome.partitions) - len(outcome.failed)} ok, {len(outcome.failed)} failed")
     for failed in outcome.failed:
-        print(f"    {failed.day} {failed.source_key}: {failed.error}", file=out)
-    print(f"  ledger and Dagster home: {dagster_home}   JSON logs: {log_path}", file=out)
-    print("  open the UI: make ui   (then http://127.0.0.1:3000)", file=out)
+        lines.append(f"    {failed.day} {failed.shard}: {failed.error}")
+    lines.append(f"  ledger: {display_url(config.ledger_url)}")
+    lines.append(f"  Dagster home (run history): {dagster_home}   JSON logs: {log_path}")
+    lines.append(f"  open the UI: media-crawler ui --home {home}   (then http://127.0.0.1:3000)")
+    return lines

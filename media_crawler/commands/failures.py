@@ -25,6 +25,8 @@ EXIT_WITHOUT_TEARDOWN = True
 
 # Groups per section by default: a page for the person on call (the totals still count them all).
 DEFAULT_LIMIT = 25
+# Characters of a group's sample reason: cut in the middle, so its cause (at the end) survives.
+WHY_WIDTH = 160
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,6 +81,8 @@ def _incidents(engine, now: float, platform: str | None, since: float | None) ->
 
 def render_text(data: dict) -> str:
     """The report for a terminal: one line per group, its URLs and runs indented below."""
+    from media_crawler.shown import clipped
+
     scope = f"since {data['since']}" if data["since"] else "all time"
     lines = [f"failures ({scope}, {data['platform'] or 'all platforms'}) at {data['generated_at']}"]
     for title, key in (("GAVE UP (failed, gone, failed feed pages)", "gave_up"),
@@ -96,7 +100,7 @@ def render_text(data: dict) -> str:
             lines.append(f"  {group['platform']:<9} {group['stage']:<8} {group['error_class']:<16} "
                          f"{group['count']:>6}  {states}  {when}")
             if group["sample_message"]:
-                lines.append(f"      why: {group['sample_message'][:160]}")
+                lines.append(f"      why: {clipped(group['sample_message'], WHY_WIDTH)}")
             for url in group["canonical_urls"]:
                 lines.append(f"      {url}")
             if group["run_ids"]:

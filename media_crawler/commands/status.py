@@ -94,10 +94,12 @@ def render_text(status: dict) -> str:
         lines.append(f"  {name:<9} {health['status']:<13} {platform_detail(health)}".rstrip())
     uncertain = status["uncertain"]
     lines.append(f"uncertain (lease expired, worker silent): {uncertain['count']}"
-                 + (f", oldest expired {uncertain['oldest_expired_at']}, owners {uncertain['by_owner']}"
+                 + (f", oldest expired {uncertain['oldest_expired_at']}, owners {_counts(uncertain['by_owner'], '{name} ({count})')}"
                     if uncertain["count"] else ""))
     if status["feed_errors_unresolved"]:
-        lines.append(f"feed pages failing: {status['feed_errors_unresolved']}")
+        # "facebook/auth" (platform/class) is the JSON key; a person reads "facebook auth: 100".
+        failing = {key.replace("/", " ", 1): count for key, count in status["feed_errors_unresolved"].items()}
+        lines.append(f"feed pages failing: {_counts(failing)}")
     lines.append(f"stage delays (last {status['stage_delay_window_s'] / 3600:.0f} h):")
     for name, delay in status["stage_delays_s"].items():
         if delay["count"]:
@@ -132,6 +134,11 @@ def _waiting_platform(name: str, item: dict) -> str:
     if item.get("retry_after_s_max") is not None:
         text += f" Retry-After up to {item['retry_after_s_max']:g} s"
     return text
+
+
+def _counts(counts: dict, shape: str = "{name}: {count}") -> str:
+    """{name: count} as "name: count, ...": a dict's repr is not a sentence."""
+    return ", ".join(shape.format(name=name, count=count) for name, count in sorted(counts.items()))
 
 
 def _seconds(value: float | None) -> str:

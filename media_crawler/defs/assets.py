@@ -35,6 +35,7 @@ from dagster import (
 )
 
 from media_crawler.defs.partitions import crawl_partitions, split_partition_key
+from media_crawler.errors import POLICIES, FinalState
 from media_crawler.defs.resources import PlatformsResource
 from media_crawler.observe.events import correlation
 from media_crawler.observe.logging import ensure_configured
@@ -63,6 +64,8 @@ FEED_RETRY_WAIT_S = 2.0
 # Checks are named <asset>_<property>.
 HASHES_MATCH = "committed_media_hashes_match"
 NOTHING_GONE = "committed_media_nothing_gone"
+# The classes whose items end gone, from the error table (errors.py), named in the check.
+GONE_CLASSES = ", ".join(sorted(c.value for c, policy in POLICIES.items() if policy.final_state is FinalState.GONE))
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,8 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
             AssetCheckSpec(HASHES_MATCH, asset="committed_media", blocking=True,
                            description="Every blob of this partition is in the store; those committed by this run re-hash to their names."),
             AssetCheckSpec(NOTHING_GONE, asset="committed_media",
-                           description="Warns about items that are permanently unavailable (404, deleted, too large)."),
+                           description=f"Warns about items that are permanently unavailable ({GONE_CLASSES}); "
+                                       "an item refused by the host lists (host_not_allowed) fails the partition instead."),
         ],
     )
     def committed_media(context: AssetExecutionContext, platforms: PlatformsResource):

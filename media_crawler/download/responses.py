@@ -16,6 +16,7 @@ import urllib3
 from media_crawler.download.media_transport import MediaTransport, media_transport_of
 from media_crawler.errors import CrawlError, ErrorClass, status_error
 from media_crawler.http import CrawlerSession, Timeouts, parse_retry_after, redact_url
+from media_crawler.net.connect_errors import dropped_connection_class
 from media_crawler.net.policy import AddressRefused, UrlPolicy
 from media_crawler.net.redirects import get_following_redirects
 
@@ -91,12 +92,12 @@ def _get(transport: MediaTransport, url: str, headers: Mapping[str, str], timeou
         reason = exc.reason
         timed_out = isinstance(reason, urllib3.exceptions.ConnectTimeoutError) and not isinstance(
             reason, urllib3.exceptions.NewConnectionError)
-        error_class = ErrorClass.NETWORK_TIMEOUT if timed_out else ErrorClass.CONNECTION_RESET
+        error_class = ErrorClass.NETWORK_TIMEOUT if timed_out else dropped_connection_class(exc)
         raise CrawlError(error_class, f"{type(reason).__name__} from {safe_url}") from None
     except urllib3.exceptions.ReadTimeoutError:
         raise CrawlError(ErrorClass.NETWORK_TIMEOUT, f"ReadTimeoutError from {safe_url}") from None
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise CrawlError(ErrorClass.CONNECTION_RESET, f"{type(exc).__name__} from {safe_url}") from None
+        raise CrawlError(dropped_connection_class(exc), f"{type(exc).__name__} from {safe_url}") from None
     return MediaResponse(raw, url)
 
 

@@ -89,7 +89,8 @@ class _PinnedMixin:
             self._dialled = address
             sys.audit("http.client.connect", self, self.host, self.port)
             return sock
-        raise NewConnectionError(self, f"Failed to establish a new connection: {last_error}")
+        # Chained: the cause tells a refusal from a reset (net/connect_errors.py).
+        raise NewConnectionError(self, f"Failed to establish a new connection: {last_error}") from last_error
 
     def request(self, *args, **kwargs):
         # A kept-alive connection opened under one policy may be reused under

@@ -15,6 +15,15 @@ A policy is built from host entries (the platform's CDN patterns, `media_hosts`,
 CGNAT, multicast, unspecified, and IPv6 spellings of them. A name is judged
 by every address it resolves to (`resolve`), in the one lookup whose answer the
 connection then dials (net/pinning.py).
+
+Two kinds of refusal (docs/DESIGN.md, "Refused URLs"):
+- host_not_allowed: a public host no entry lists, or an internal origin this deployment
+  names elsewhere (its `api_base`) but not in this list. A settings matter: the message
+  names the host and the setting to change (`settings`), the item ends failed, and a
+  re-run after the change fetches it.
+- disallowed_url: hostile or broken: an internal address nothing names (or on a port
+  not listed), a name resolving to one, a malformed URL. The item ends gone: listing
+  it is never the fix, so it does not keep its partition red.
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from media_crawler.net.addresses import Address, is_internal_address, parse_address
+from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.net.targets import DEFAULT_PORTS, Target, parse_target, refuse
 
 ANY_PORT = None  # in `internal`: the host is listed with `:*`
@@ -39,6 +49,27 @@ class UrlPolicy:
     public_suffixes: tuple[str, ...] = ()  # ".hdslb.com" for `*.hdslb.com`
     # host -> the ports it is listed with (ANY_PORT: every port); only these may be internal
     internal: Mapping[str, frozenset[int] | None] = field(default_factory=dict)
+    # The settings an operator edits to list a host here, named in a refusal
+    # ("platforms.weibo.media_hosts or allow_hosts").
+    settings: str = "allowed hosts"
+    # Internal (host, port) origins the deployment names elsewhere (an `api_base`): one
+    # refused here is the operator's own server, not a hostile address.
+    named_elsewhere: frozenset[tuple[str, int]] = frozenset()
+
+    @classmethod
+    def from_settings(cls, entries: Iterable[str], *, settings: str, named_elsewhere: Iterable[str] = ()) -> "UrlPolicy":
+        """The policy of `entries`, whose refusals name `settings` as the place to list a
+        host; `named_elsewhere`: URLs or host entries the deployment uses for something else."""
+        origins = set()
+        for entry in named_elsewhere:
+            try:
+                host, ports = _listed_host((entry or "").strip().lower())
+            except CrawlError:
+                continue  # config.py refused a bad entry already; nothing to name
+            origins.update((host, port) for port in (ports or ()))
+        policy = cls.from_entries(entries)
+        return cls(policy.any_public, policy.public_names, policy.public_suffixes, policy.internal,
+                   settings, frozenset(origins))
 
     @classmethod
     def from_entries(cls, entries: Iterable[str]) -> "UrlPolicy":
@@ -73,6 +104,8 @@ class UrlPolicy:
         internal = _is_local_name(target.host) or (
             target.address is not None and is_internal_address(target.address))
         if internal:
+            if (target.host, target.port) in self.named_elsewhere:
+                raise self.not_listed(target, f"{target.host}:{target.port}")
             listed = self.internal.get(target.host)
             if listed:
                 ports = ", ".join(str(p) for p in sorted(listed))
@@ -82,7 +115,14 @@ class UrlPolicy:
             return target
         if target.address is None and any(target.host.endswith(suffix) for suffix in self.public_suffixes):
             return target
-        raise refuse(f"host {target.host} is not in allowed hosts")
+        raise self.not_listed(target, target.host)
+
+    def not_listed(self, target: Target, entry: str) -> CrawlError:
+        """host_not_allowed for `target`: its host and the setting to add `entry` to."""
+        pattern = " (or a *.domain pattern for a CDN)" if target.address is None and entry == target.host else ""
+        return CrawlError(ErrorClass.HOST_NOT_ALLOWED,
+                          f"host {target.host} is not listed in {self.settings}: add {entry!r} there{pattern} "
+                          "and re-run the partition")
 
     def admits(self, host: str, port: int, address: Address) -> bool:
         """Whether a connection to `host`:`port` may go to `address`."""

@@ -32,7 +32,8 @@ ProxyFor = Callable[[str], str | None]
 
 def get_following_redirects(policy: UrlPolicy, url: str, headers: Mapping[str, str], send: Send, *,
                             max_redirects: int, proxy_for: ProxyFor | None = None) -> tuple[Answer, Target]:
-    """The final answer and the Target it came from; CrawlError(disallowed_url) for a refused hop."""
+    """The final answer and the Target it came from; CrawlError(disallowed_url or
+    host_not_allowed, as the policy says) for a refused hop."""
     current, hop_headers = url, dict(headers)
     with under_policy(policy):
         for _ in range(max_redirects + 1):
@@ -50,8 +51,8 @@ def get_following_redirects(policy: UrlPolicy, url: str, headers: Mapping[str, s
             try:
                 current = join_reference(target.url, location)
                 next_origin = policy.check(current).origin
-            except CrawlError as refusal:
-                raise CrawlError(ErrorClass.DISALLOWED_URL,
+            except CrawlError as refusal:  # its class stays: a CDN moving to an unlisted host is host_not_allowed
+                raise CrawlError(refusal.error_class,
                                  f"redirect {answer.status_code} refused: {refusal.message}") from None
             if next_origin != target.origin:
                 hop_headers = {k: v for k, v in hop_headers.items() if k.lower() not in CREDENTIAL_HEADERS}

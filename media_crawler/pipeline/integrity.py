@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from media_crawler.errors import ErrorClass
 from media_crawler.models import DayWindow
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
@@ -14,12 +15,18 @@ from media_crawler.store.ledger import COMMITTED, FINISHED_STATES, GONE, STATES
 
 # What a partition's report lists: every row that is not committed.
 UNFINISHED_OR_GONE = [state for state in STATES if state != COMMITTED]
+# Classes a re-run alone does not fix: what to do first, said where the partition fails.
+FIX_FIRST = {
+    ErrorClass.HOST_NOT_ALLOWED.value: "list the refused hosts in the setting each message names "
+                                       "(`media-crawler failures`), then re-run",
+}
 
 
 @dataclass
 class PartitionProgress:
     states: Counter
     report: StageReport = field(default_factory=lambda: StageReport("progress"))
+    unfinished_classes: Counter = field(default_factory=Counter)  # error class (or "pending") -> rows
 
     @property
     def committed(self) -> int:
@@ -34,7 +41,15 @@ class PartitionProgress:
         return sum(count for state, count in self.states.items() if state not in FINISHED_STATES)
 
     def describe(self) -> str:
-        return ", ".join(f"{state}: {count}" for state, count in sorted(self.states.items()))
+        """The rows by state, then the unfinished ones by error class, so a failed
+        partition says why without a trip to `failures`."""
+        text = ", ".join(f"{state}: {count}" for state, count in sorted(self.states.items()))
+        if self.unfinished_classes:
+            text += "; unfinished by class: " + ", ".join(
+                f"{error_class} {count}" for error_class, count in sorted(self.unfinished_classes.items()))
+        hints = [f"{error_class}: {FIX_FIRST[error_class]}" for error_class in sorted(self.unfinished_classes)
+                 if error_class in FIX_FIRST]
+        return "; ".join([text, *hints])
 
     def as_metadata(self) -> dict[str, int]:
         return {f"state_{state}": count for state, count in sorted(self.states.items())}
@@ -47,6 +62,8 @@ def partition_progress(runtime: Runtime, sources: Sources, window: DayWindow) ->
     for task in runtime.ledger.tasks(source_key=keys, day=day, states=UNFINISHED_OR_GONE):
         if task.state != COMMITTED:
             progress.report.add_failure(task.canonical_url, task.error_class or "pending", "", task.state)
+        if task.state not in FINISHED_STATES:
+            progress.unfinished_classes[task.error_class or "pending"] += 1
     return progress
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import requests
 
 from media_crawler.config import CrawlConfig
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.deploy.workers import DOWNLOAD_THREADS_PER_WORKER
 from media_crawler.net.policy import UrlPolicy
 from media_crawler.scrub import register_environment_secrets
@@ -124,9 +125,13 @@ class Runtime:
             from media_crawler.platforms.registry import spec_for
 
             # The spec's hosts ("*": any public host, as a plain URL list's spec says).
-            entries = [*spec_for(platform).media_hosts, *self.config.settings_for(platform).media_hosts,
-                       *self.config.allow_hosts]
-            policy = self._policies[("media", platform)] = UrlPolicy.from_entries(entries)
+            settings = self.config.settings_for(platform)
+            entries = [*spec_for(platform).media_hosts, *settings.media_hosts, *self.config.allow_hosts]
+            # Media on the platform's own API origin (a simulator, a NAS) is the operator's server:
+            # unlisted, it is host_not_allowed (fix the settings), not a hostile internal address.
+            policy = self._policies[("media", platform)] = UrlPolicy.from_settings(
+                entries, settings=f"platforms.{platform}.media_hosts or allow_hosts",
+                named_elsewhere=_api_bases(settings))
         return policy
 
     def api_policy(self, platform: str) -> UrlPolicy:
@@ -136,7 +141,12 @@ class Runtime:
         policy = self._policies.get(("api", platform))
         if policy is None:
             settings = self.config.settings_for(platform)
-            bases = [settings.api_base, *settings.extra_api_bases.values()]
-            entries = ["*", *(base for base in bases if base), *self.config.allow_hosts]
-            policy = self._policies[("api", platform)] = UrlPolicy.from_entries(entries)
+            entries = ["*", *_api_bases(settings), *self.config.allow_hosts]
+            policy = self._policies[("api", platform)] = UrlPolicy.from_settings(
+                entries, settings=f"allow_hosts or platforms.{platform}.api_base")
         return policy
+
+
+def _api_bases(settings: PlatformSettings) -> list[str]:
+    """The API origins a platform's settings name (`api_base`, `extra_api_bases`)."""
+    return [base for base in (settings.api_base, *settings.extra_api_bases.values()) if base]

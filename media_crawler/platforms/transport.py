@@ -10,6 +10,7 @@ import urllib3
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import make_session
+from media_crawler.net.connect_errors import dropped_connection_class
 from media_crawler.net.policy import UrlPolicy
 from media_crawler.net.proxies import PerOrigin, proxy_for
 from media_crawler.net.redirects import get_following_redirects
@@ -80,7 +81,7 @@ class RequestsTransport:
         except requests.Timeout as exc:  # before ConnectionError: ConnectTimeout is both
             raise _network_error(ErrorClass.NETWORK_TIMEOUT, platform, url, exc, secrets) from None
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _network_error(ErrorClass.CONNECTION_RESET, platform, url, exc, secrets) from None
+            raise _network_error(dropped_connection_class(exc), platform, url, exc, secrets) from None
         response = ApiResponse(
             status=raw.status_code,
             headers=raw.headers,

@@ -16,10 +16,8 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.errors import OUTAGE_CLASSES, CrawlError
 
-# Failures that say "the server side is unwell", not "this item is bad".
-OUTAGE_CLASSES = frozenset({ErrorClass.HTTP_5XX, ErrorClass.CONNECTION_RESET, ErrorClass.NETWORK_TIMEOUT})
 OUTAGE_THRESHOLD = 3
 
 

@@ -41,6 +41,20 @@ def test_a_bad_configuration_is_refused_naming_what_is_wrong(tmp_path, text, nam
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert named in str(caught.value)
+    assert str(caught.value).count(str(path)) == 1, "the file is named, and once"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("sources: []\nplatforms:\n  bilibili: {max_height: -1}\n", "platforms.bilibili.max_height must be"),
+    ("sources:\n  - {tiktok: user 1}\n", "source entry {'tiktok': 'user 1'} must name exactly one of"),
+    ("sources:\n  - bilibili: usr 1\n", "cannot read source bilibili: 'usr 1'"),
+])
+def test_each_configuration_error_starts_with_the_file_once(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(f"{path}: {message}")
+    assert str(caught.value).count(str(path)) == 1
 
 
 def test_an_unknown_key_names_the_file_too(tmp_path):

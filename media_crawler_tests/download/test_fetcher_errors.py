@@ -72,12 +72,23 @@ def test_oversize_by_streamed_count_is_rejected_while_reading(server, session, p
     assert not part.exists()
 
 
-@pytest.mark.parametrize(
-    "url", ["http://example.com/a.jpg", "file:///etc/passwd", "ftp://127.0.0.1/a.jpg", "http://169.254.169.254/latest/"]
-)
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://127.0.0.1/a.jpg", "http://169.254.169.254/latest/"])
 def test_disallowed_urls_are_refused_without_a_request(session, part, url):
     error = error_of(lambda: fetch(session, url, part))
     assert error.error_class is ErrorClass.DISALLOWED_URL
+
+
+def test_an_unlisted_public_host_is_host_not_allowed_without_a_request(session, part):
+    error = error_of(lambda: fetch(session, "http://example.com/a.jpg", part))
+    assert error.error_class is ErrorClass.HOST_NOT_ALLOWED and "example.com" in error.message
+    assert not error.policy.retryable and error.policy.final_state.value == "failed"  # not gone: re-runs fetch it
+
+
+def test_a_redirect_to_an_unlisted_cdn_host_is_host_not_allowed(server, session, part):
+    """A platform moving its media to a CDN host not listed: the settings' matter, named as such."""
+    url = server.route("/start", Reply(redirect_to="https://new-cdn.example.net/a.jpg"))
+    error = error_of(lambda: fetch(session, url, part))
+    assert error.error_class is ErrorClass.HOST_NOT_ALLOWED and "new-cdn.example.net" in error.message
 
 
 @pytest.mark.parametrize("target", ["http://169.254.169.254/latest/meta-data/", "http://localhost:{port}/final"])
@@ -126,12 +137,16 @@ def test_a_body_cut_before_any_byte_is_a_connection_reset(server, session, part)
     assert error_of(lambda: fetch(session, url, part)).error_class is ErrorClass.CONNECTION_RESET
 
 
-def test_a_refused_connection_is_a_connection_reset(session, part):
+def test_a_refused_connection_is_connection_refused_an_outage_class(session, part):
+    from media_crawler.errors import OUTAGE_CLASSES, policy_for
+
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     error = error_of(lambda: fetch(session, f"http://127.0.0.1:{port}/a.jpg", part))
-    assert error.error_class is ErrorClass.CONNECTION_RESET
+    assert error.error_class is ErrorClass.CONNECTION_REFUSED
+    assert error.policy.retryable and ErrorClass.CONNECTION_REFUSED in OUTAGE_CLASSES
+    assert OUTAGE_CLASSES == {c for c in ErrorClass if policy_for(c).outage}  # one table decides
 
 
 @pytest.mark.parametrize(

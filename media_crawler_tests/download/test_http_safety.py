@@ -37,6 +37,42 @@ def test_allowed_urls_pass(url, allowed):
         ("https://evilhdslb.com/a.jpg", CDN),
         ("https://hdslb.com/a.jpg", CDN),  # *.x matches subdomains, not x itself
         ("https://wx2.sinaimg.cn/a.jpg", CDN),
+    ],
+)
+def test_public_hosts_no_entry_lists_are_host_not_allowed(url, allowed):
+    """A settings matter, not a hostile URL: the item fails (not gone) and a re-run after listing fetches it."""
+    with pytest.raises(CrawlError) as caught:
+        check_url(url, allowed)
+    assert caught.value.error_class is ErrorClass.HOST_NOT_ALLOWED
+    assert url.split("/")[2].lower().rstrip(".") in caught.value.message
+
+
+def test_a_refusal_names_the_setting_to_change():
+    policy = UrlPolicy.from_settings(CDN, settings="platforms.weibo.media_hosts or allow_hosts")
+    with pytest.raises(CrawlError) as caught:
+        policy.check("https://video.weibocdn.example/a.mp4")
+    assert caught.value.message.startswith(
+        "host video.weibocdn.example is not listed in platforms.weibo.media_hosts or allow_hosts: "
+        "add 'video.weibocdn.example' there")
+
+
+def test_an_internal_origin_the_deployment_names_elsewhere_is_host_not_allowed_and_no_other_is():
+    """Media on the platform's own API origin (a simulator, a NAS) are the operator's server: listing it
+    is the fix. Any other internal address, the same host on another port included, stays hostile."""
+    policy = UrlPolicy.from_settings(CDN, settings="platforms.bilibili.media_hosts or allow_hosts",
+                                     named_elsewhere=["http://127.0.0.1:8787/api"])
+    with pytest.raises(CrawlError) as caught:
+        policy.check("http://127.0.0.1:8787/media/a.jpg")
+    assert caught.value.error_class is ErrorClass.HOST_NOT_ALLOWED and "'127.0.0.1:8787'" in caught.value.message
+    for hostile in ("http://127.0.0.1:6379/", "http://169.254.169.254/latest/", "http://localhost:8787/a.jpg"):
+        with pytest.raises(CrawlError) as caught:
+            policy.check(hostile)
+        assert caught.value.error_class is ErrorClass.DISALLOWED_URL, hostile
+
+
+@pytest.mark.parametrize(
+    "url, allowed",
+    [
         ("file:///etc/passwd", ("*",)),
         ("ftp://i0.hdslb.com/a.jpg", CDN),
         ("http:///nohost", ("*",)),

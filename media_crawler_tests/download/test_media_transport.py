@@ -145,7 +145,7 @@ def test_connection_failures_are_classified_without_the_query():
         port = probe.getsockname()[1]
     with pytest.raises(CrawlError) as info:
         get(MediaTransport(), f"http://127.0.0.1:{port}/a.jpg?token=secret", timeouts=Timeouts(connect=2))
-    assert info.value.error_class is ErrorClass.CONNECTION_RESET and "secret" not in info.value.message
+    assert info.value.error_class is ErrorClass.CONNECTION_REFUSED and "secret" not in info.value.message
 
 
 def test_closing_the_session_closes_the_media_pools(server):

@@ -14,12 +14,12 @@ def ledger(empty_ledger):
 
 
 def add_task(ledger, n, *, state, error_class, failed_at, platform="urls", claimed=None, finished=None,
-             verified=None, run_id="run-a", next_attempt_at=None):
+             verified=None, run_id="run-a", next_attempt_at=None, message=None):
     with ledger.engine.begin() as conn:
         conn.execute(insert(schema.tasks).values(
             platform=platform, item_id=f"i{n}", variant="file", kind="image", source_key="urls-x", day="2026-11-27",
             canonical_url=f"http://example.org/{n}.jpg?token=s3cr3t{n}", media_url="http://example.org/m.jpg",
-            state=state, attempts=1, error_class=error_class, error_message=f"failed {n}", run_id=run_id,
+            state=state, attempts=1, error_class=error_class, error_message=message or f"failed {n}", run_id=run_id,
             queued_at=failed_at - 10, claimed_at=claimed, started_at=claimed, finished_at=finished,
             verified_at=verified, failed_at=failed_at, next_attempt_at=next_attempt_at, updated_at=failed_at))
 
@@ -74,3 +74,17 @@ def test_since_and_platform_filter_and_resolved_pages_are_not_failures(ledger):
     data = failure_report(ledger.engine, now=NOW).as_json()
     assert data["totals"] == {"retrying": 0, "gave_up": 4} and data["since"] is None
     assert data["gave_up"][0]["first_seen"].endswith("Z")
+
+
+def test_the_text_report_cuts_a_long_reason_in_its_middle_so_the_cause_survives(ledger):
+    from media_crawler.commands.failures import WHY_WIDTH, render_text
+
+    reason = ("urls GET http://feed.example.org/" + "a/" * 200 + "feed.json: connection_refused "
+              "(ConnectionRefusedError: [Errno 111] Connection refused)")
+    add_task(ledger, 1, state="failed", error_class="connection_refused", failed_at=NOW - 60, message=reason)
+    [why] = [line.strip() for line in render_text(failure_report(ledger.engine, now=NOW).as_json()).splitlines()
+             if line.strip().startswith("why: ")]
+    shown = why[len("why: "):]
+    assert len(shown) == WHY_WIDTH and " ... " in shown
+    assert shown.startswith("urls GET http://feed.example.org/a/")  # what failed
+    assert shown.endswith("[Errno 111] Connection refused)")  # and why

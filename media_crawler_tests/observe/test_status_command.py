@@ -54,9 +54,11 @@ def test_text_status_is_readable(faulty_crawl, capsys):
     text = capsys.readouterr().out
     for expected in ("backlog", "retry_wait", "last hour", "facebook  auth_failed", "stage delays", "p95", "disk:"):
         assert expected in text, expected
+    assert "feed pages failing: bilibili parse_error: 1, facebook auth: 1\n" in text
+    assert "{" not in text and "}" not in text, "no raw Python dict reaches a person"
 
 
-def test_items_leased_by_a_silent_worker_are_uncertain(crawl_home):
+def test_items_leased_by_a_silent_worker_are_uncertain(crawl_home, capsys):
     ledger = Ledger(f"sqlite:///{crawl_home / 'ledger.db'}")
     record = MediaRecord(platform="urls", item_id="x1", variant="file", kind="image",
                          canonical_url="http://127.0.0.1/x1.jpg", media_url="http://127.0.0.1/x1.jpg")
@@ -67,6 +69,10 @@ def test_items_leased_by_a_silent_worker_are_uncertain(crawl_home):
     leases = expired_leases(ledger.engine, time.time())
     assert leases["count"] == 1 and leases["by_owner"] == {"dead-worker:1": 1}
     assert leases["by_platform"] == {"urls": 1}
+    (crawl_home / "sources.yaml").write_text("sources: []\n")  # the home's ledger, nothing configured
+    capsys.readouterr()
+    assert main(["status", "--config", str(crawl_home / "sources.yaml")]) == 0
+    assert "owners dead-worker:1 (1)" in capsys.readouterr().out
 
 
 def test_percentile_interpolates_between_ranks():

@@ -88,6 +88,7 @@ def test_http_errors_are_returned_not_raised():
         (requests.ReadTimeout("read timed out"), ErrorClass.NETWORK_TIMEOUT),
         (requests.ConnectionError(f"reset https://g/x?access_token={FAKE_TOKEN}"), ErrorClass.CONNECTION_RESET),
         (requests.exceptions.ChunkedEncodingError("broken"), ErrorClass.CONNECTION_RESET),
+        (requests.ConnectionError(ConnectionRefusedError(111, "Connection refused")), ErrorClass.CONNECTION_REFUSED),
     ],
 )
 def test_network_failures_are_classified_and_scrubbed(exc, error_class):

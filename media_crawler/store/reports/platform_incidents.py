@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
 
+from media_crawler import errors
 from media_crawler.store import schema, waits
 from media_crawler.store.reports.counts import _unindexed
 
@@ -39,8 +40,8 @@ D = schema.source_days
 S = schema.sources
 
 AUTH, RATE_LIMITED, OUTAGE = "auth", "rate_limited", "outage"
-# Error classes of each incident kind. The outage classes are the breaker's (recovery/outage.py).
-OUTAGE_CLASSES = ("http_5xx", "network_timeout", "connection_reset")
+# Error classes of each incident kind. The outage classes are the breaker's (errors.OUTAGE_CLASSES).
+OUTAGE_CLASSES = tuple(sorted(error_class.value for error_class in errors.OUTAGE_CLASSES))
 KIND_OF = {"auth": AUTH, "rate_limited": RATE_LIMITED, **{name: OUTAGE for name in OUTAGE_CLASSES}}
 OUTAGE_STREAK = 3  # server-side failures in a row, no success since: recovery/outage.py's threshold
 MOSTLY = 0.5  # down when at least this share of the incident and the hour before it failed
