@@ -2,7 +2,9 @@
 
 Failures grouped by platform, stage and error class, each with its count,
 first and last time, a few canonical URLs and the run ids; items waiting for a
-retry are listed apart from items that gave up. Each section lists its most
+retry are listed apart from items that gave up. Then each platform's incidents
+(auth failure, rate limit, outage; the latest of each kind): since when, and
+until when once a success ended it (store/reports/platform_incidents.py). Each section lists its most
 recent groups, DEFAULT_LIMIT of them unless --limit says otherwise (0: all), and
 says how many it left out; its total counts them all. Exit status 0 either way: this
 command reports, it does not judge (`health --ready` does).
@@ -55,14 +57,26 @@ def run(args: argparse.Namespace) -> int:
         print("media-crawler failures: --limit must be 0 (all) or more", file=sys.stderr)
         return 2
     config = observed_config(args.config)
-    report = failure_report(Ledger(config.ledger_url).engine, now=now, since=since, platform=args.platform,
-                            limit=args.limit or None)
+    engine = Ledger(config.ledger_url).engine
+    report = failure_report(engine, now=now, since=since, platform=args.platform, limit=args.limit or None)
+    data = {**report.as_json(), "platform_incidents": _incidents(engine, now, args.platform, since)}
     if args.json:
-        json.dump(report.as_json(), sys.stdout, ensure_ascii=False, indent=1)
+        json.dump(data, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_text(report.as_json()))
+        sys.stdout.write(render_text(data))
     return 0
+
+
+def _incidents(engine, now: float, platform: str | None, since: float | None) -> list[dict]:
+    """Each platform's latest incident of each kind (auth, rate limit, outage): ongoing, or
+    ended after `since`."""
+    from media_crawler.store.reports import platform_signals
+
+    health = platform_signals.platform_health(engine, now, (platform,) if platform else platform_names())
+    return [shown for name, entry in sorted(health.items()) if platform in (None, name)
+            for incident, shown in zip(entry["incidents"], platform_signals.health_json(entry)["incidents"])
+            if since is None or incident["until"] is None or incident["until"] >= since]
 
 
 def render_text(data: dict) -> str:
@@ -94,4 +108,10 @@ def render_text(data: dict) -> str:
         omitted = (data.get("omitted_groups") or {}).get(key, 0)
         if omitted:
             lines.append(f"  ... and {omitted} more group{'s' if omitted > 1 else ''} (older; --limit 0 lists all)")
+    if "platform_incidents" in data:
+        from media_crawler.observe.incident_text import incident_lines
+
+        incidents = data["platform_incidents"]
+        lines += ["", f"PLATFORM INCIDENTS (the latest of each kind; a success ends one): {len(incidents)}"]
+        lines += incident_lines(incidents) if incidents else ["  none"]
     return "\n".join(lines) + "\n"

@@ -1,8 +1,9 @@
 """`media-crawler health --live | --ready [--config sources.yaml]`: exit 0 healthy, 1 not.
 
 Prints one JSON line saying why (`{"probe":"ready","ok":false,"reason":"platform
-in auth failure: facebook (2 in the last hour)",...}`), for orchestrators'
-probes and for the person reading their events. `--ready` also names the
+in auth failure: facebook (since 2026-11-27T10:00:00.000Z, 2 failure(s), no success
+since)",...}`), for orchestrators' probes and for the person reading their events.
+A success of the platform after its auth failures ends the failure (state, not a window). `--ready` also names the
 platforms whose requests mostly fail server-side (`checks.platform_outage`:
 down or degraded, since when), without failing on them.
 """

@@ -2,7 +2,8 @@
 
 Backlog by state and age, why items wait (one reason each, per platform, with
 the oldest age: store/waits.py), throughput over the last hour, per-platform
-health (auth failures, rate limited since when, down or degraded since when),
+health (auth failed, rate limited, down or degraded: since when, while it lasts; an
+incident that ended: since and until),
 items leased by workers that no longer renew their lease ("uncertain"),
 p50/p95 of each stage delay, Dagster's queued runs, run queue delay and step
 start delay (from the run storage of the instance DAGSTER_HOME names, read with
@@ -69,6 +70,7 @@ def _dagster_instance():
 
 
 def render_text(status: dict) -> str:
+    from media_crawler.observe.incident_text import platform_detail
     from media_crawler.observe.progress import clock_text, human_bytes
 
     lines = [f"status at {status['generated_at']}  ledger {status['ledger']}"]
@@ -91,17 +93,7 @@ def render_text(status: dict) -> str:
                  f"({rate['items_per_min']}/min, {human_bytes(rate['bytes_per_s'])}/s)")
     lines.append("platforms:")
     for name, health in status["platforms"].items():
-        detail = []
-        if health["rate_limited"]:
-            detail.append(f"rate limited since {health['rate_limited_since'] or '?'}"
-                          + (f", slowed until {health['slowed_until']}" if health["slowed_until"] else ""))
-        if health["auth_failures_1h"]:
-            detail.append(f"{health['auth_failures_1h']} auth failure(s) since {health['auth_failed_since']}")
-        if health.get("outage_state", "ok") != "ok":
-            detail.append(f"{health['outage_state']} since {health['outage_since'] or '?'}: "
-                          f"{health['outage_failures_1h']} server-side failure(s), {health['requests_ok_1h']} ok "
-                          f"in the last hour")
-        lines.append(f"  {name:<9} {health['status']:<13} {'; '.join(detail)}".rstrip())
+        lines.append(f"  {name:<9} {health['status']:<13} {platform_detail(health)}".rstrip())
     if status.get("credentials_unset"):
         lines.append("credentials not set: " + "; ".join(status["credentials_unset"]))
     uncertain = status["uncertain"]

@@ -2,9 +2,11 @@
 
 live:  the process runs and the ledger database answers a query.
 ready: the database takes a write, the store takes a write, the store's disk
-       has more than `min_free_bytes` free, and no platform had an auth
-       failure in the last hour (a crawl would only collect more of them), and
-       every credential variable sources.yaml names for a crawled platform is set.
+       has more than `min_free_bytes` free, every credential variable
+       sources.yaml names for a crawled platform is set, and no platform is in
+       an auth incident: its latest auth failure is newer than its latest
+       success (a crawl would only collect more of them; a success after it
+       ends it: store/reports/platform_incidents.py).
        Platforms whose requests mostly fail server-side are shown too
        (`platform_outage`: down or degraded, since when) without failing the
        probe: a platform's outage is not this worker's, the outage breaker
@@ -15,6 +17,7 @@ exits 0 (pass) or 1 (fail).
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -75,11 +78,13 @@ def ready(engine: Engine, config: CrawlConfig, now: float | None = None) -> Prob
     record("database_writable", lambda: probes.probe_write(engine), "database not writable")
     record("store_writable", lambda: _probe_store(config), "store not writable")
     record("disk_free", lambda: _disk_above_minimum(config), "disk below min_free_bytes")
-    record("platform_auth", lambda: _no_auth_failures(engine, now), "platform in auth failure")
+    # Both platform checks read one computation of the platforms' state.
+    health = functools.cache(lambda: platform_signals.platform_health(engine, now, platform_names()))
+    record("platform_auth", lambda: _no_auth_failures(health()), "platform in auth failure")
     record("credentials", lambda: _credentials_set(config), "credential not set")
-    outages = _platform_outages(engine, now)
+    outages = _platform_outages(health)
     checks["platform_outage"] = outages
-    reason = "; ".join(failures) if failures else "database and store writable, disk above minimum, no auth failures"
+    reason = "; ".join(failures) if failures else "database and store writable, disk above minimum, no auth failure"
     if outages.get("platforms"):
         reason += "; " + outages["detail"] + " (not gating readiness)"
     return ProbeResult("ready", not failures, reason, checks)
@@ -97,16 +102,15 @@ def _disk_above_minimum(config: CrawlConfig) -> str:
     return f"{disk['free_bytes']} bytes free"
 
 
-def _platform_outages(engine: Engine, now: float) -> dict[str, Any]:
-    """Platforms down or degraded (platform_signals.platform_outage), since when. Always ok:
-    shown, not gating (see the module docstring)."""
+def _platform_outages(health: Callable[[], dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Platforms down or degraded now (an outage incident lasts: platform_signals), since when.
+    Always ok: shown, not gating (see the module docstring)."""
     from media_crawler.timestamps import utc_timestamp
 
     def check() -> dict[str, Any]:
-        outage = platform_signals.platform_outage(engine, now, platform_names())
         return {name: {"state": entry["outage_state"], "since": utc_timestamp(entry["outage_since"]),
                        "failure_ratio_1h": entry["failure_ratio_1h"]}
-                for name, entry in outage.items() if entry["outage_state"] != "ok"}
+                for name, entry in health().items() if entry["outage_state"] != "ok"}
 
     result: dict[str, Any] = {}
     passed, detail, ms = _timed(lambda: result.update(check()))
@@ -126,9 +130,12 @@ def _credentials_set(config: CrawlConfig) -> str:
     return "every credential sources.yaml names is set"
 
 
-def _no_auth_failures(engine: Engine, now: float) -> str:
-    health = platform_signals.platform_health(engine, now, platform_names())
-    failing = sorted(name for name, entry in health.items() if entry["auth_failures_1h"])
+def _no_auth_failures(health: dict[str, dict[str, Any]]) -> str:
+    from media_crawler.timestamps import utc_timestamp
+
+    failing = sorted(name for name, entry in health.items() if entry["auth_failures"])
     if failing:
-        raise CheckFailed(", ".join(f"{name} ({health[name]['auth_failures_1h']} in the last hour)" for name in failing))
-    return "none in the last hour"
+        raise CheckFailed(", ".join(f"{name} (since {utc_timestamp(health[name]['auth_failed_since'])}, "
+                                    f"{health[name]['auth_failures']} failure(s), no success since)"
+                                    for name in failing))
+    return "no platform in auth failure"

@@ -171,23 +171,27 @@ class LedgerCollector(Collector):
 
     def _platforms(self, now: float) -> Iterator[Metric]:
         health = platform_signals.platform_health(self.engine, now, platform_names())
+        # State, not a window: each lasts while the platform's latest failure of its kind is newer
+        # than its latest success (store/reports/platform_incidents.py), so the alerts on it resolve.
         limited = GaugeMetricFamily(f"{PREFIX}_platform_rate_limited",
-                                    "1 while the platform rate-limits us (errors in the last hour or budget slowed).",
-                                    labels=["platform"])
-        auth = GaugeMetricFamily(f"{PREFIX}_platform_auth_failures", "Auth failures in the last hour.",
+                                    "1 while the platform rate-limits us (no success since its latest rate limit, "
+                                    "or the budget slowed).", labels=["platform"])
+        auth = GaugeMetricFamily(f"{PREFIX}_platform_auth_failures",
+                                 "Auth failures of the current auth incident (0 once a request succeeded after them).",
                                  labels=["platform"])
         status = GaugeMetricFamily(
             f"{PREFIX}_platform_status", "1 for the platform's current health (auth_failed, down, degraded, "
-            "rate_limited, ok: the worst that applies), 0 for the others.", labels=["platform", "state"])
+            "rate_limited, ok: the worst that lasts; a success ends it), 0 for the others.",
+            labels=["platform", "state"])
         since = GaugeMetricFamily(f"{PREFIX}_platform_unhealthy_since_timestamp_seconds",
-                                  "Unix time the platform's server-side failures began (while down or degraded).",
+                                  "Unix time the platform's current outage began (while down or degraded).",
                                   labels=["platform"])
         ratio = GaugeMetricFamily(f"{PREFIX}_platform_failure_ratio",
                                   "Share of the last hour's media and feed requests that failed server-side "
                                   "(5xx, timeouts, resets).", labels=["platform"])
         for platform, entry in sorted(health.items()):
             limited.add_metric([platform], 1 if entry["rate_limited"] else 0)
-            auth.add_metric([platform], entry["auth_failures_1h"])
+            auth.add_metric([platform], entry["auth_failures"])
             for state in HEALTH_STATES:
                 status.add_metric([platform, state], 1 if entry["status"] == state else 0)
             if entry["outage_since"] is not None:

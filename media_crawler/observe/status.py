@@ -78,7 +78,7 @@ def build_status(engine: Engine, config: CrawlConfig, now: float, *, instance=No
         "throughput_1h": {"items_committed": items_1h, "bytes_committed": bytes_1h,
                           "items_per_min": round(items_1h / 60, 2), "bytes_per_s": round(bytes_1h / 3600),
                           "by_platform": last_hour},
-        "platforms": {name: _timestamps(entry, platform_signals.HEALTH_TIMESTAMPS) for name, entry in health.items()},
+        "platforms": {name: platform_signals.health_json(entry) for name, entry in health.items()},
         "uncertain": _timestamps(leases, ("oldest_expired_at",)),
         "feed_errors_unresolved": {f"{platform}/{error_class}": count
                                    for (platform, error_class), count in sorted(feed_errors.items())},

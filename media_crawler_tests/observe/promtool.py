@@ -17,6 +17,7 @@ from typing import Iterator
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from media_crawler_tests import services
 
@@ -160,3 +161,24 @@ def render(annotations: dict[str, str], labels: dict[str, str], value: float | N
     for key, text in annotations.items():
         rendered[key] = re.sub(r"\{\{(.*?)\}\}", one, text)
     return rendered
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def recorded_series(scrapes: list[str], minutes_each: int, names: set[str]) -> list[dict]:
+    """promtool input_series: each scrape's samples of `names` held for `minutes_each`
+    minutes (one sample a minute), one phase after the other; '_' where a phase lacks one."""
+    phases = [samples(text) for text in scrapes]
+    keys = sorted({key for phase in phases for key in phase if key[0] in names})
+    series = []
+    for name, labels in keys:
+        parts = []
+        for phase in phases:
+            value = phase.get((name, labels))
+            parts.append(f"{value:g}x{minutes_each - 1}" if value is not None else f"_x{minutes_each - 1}")
+        selector = name + "{" + ",".join(f'{k}="{v}"' for k, v in labels) + "}"
+        series.append({"series": selector, "values": " ".join(parts)})
+    return series

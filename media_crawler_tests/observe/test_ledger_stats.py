@@ -53,7 +53,7 @@ def test_backlog_delays_and_health_are_computed_per_state_stage_and_platform(emp
     health = platform_signals.platform_health(engine, NOW, PLATFORMS)
     assert health["bilibili"]["status"] == "rate_limited" and health["bilibili"]["rate_limited_since"] == NOW - 30
     assert health["bilibili"]["slowed_until"] == NOW + 50 and health["bilibili"]["rate_per_s"] == 2.5
-    assert health["facebook"]["status"] == "auth_failed" and health["facebook"]["auth_failures_1h"] == 1
+    assert health["facebook"]["status"] == "auth_failed" and health["facebook"]["auth_failures"] == 1
     assert health["urls"]["status"] == "ok"
 
 

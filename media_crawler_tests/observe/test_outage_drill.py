@@ -21,7 +21,6 @@ import requests
 import yaml
 from dagster import DagsterInstance
 from prometheus_client import generate_latest, start_http_server
-from prometheus_client.parser import text_string_to_metric_families
 
 from media_crawler import errors
 from media_crawler.cli import main
@@ -31,6 +30,7 @@ from media_crawler.observe.metrics import ledger_registry
 from media_crawler.observe.status import build_status
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.observe import promtool
+from media_crawler_tests.observe.promtool import recorded_series, samples
 from media_crawler_tests.recovery.support import write_recovery_config
 
 DAY = "2026-11-27"
@@ -47,11 +47,6 @@ def set_outage(sim, platform: str, status: int) -> None:
 
 def parse_ts(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def samples(text: str) -> dict[tuple[str, tuple], float]:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
 
 
 class Drill:
@@ -263,22 +258,6 @@ def test_the_scrapes_of_the_outage_and_the_recovery_pass_promtool_check_metrics(
     for scrape in (recovered.outage_scrape, recovered.recovery_scrape):
         checked = promtool.check_metrics(scrape)
         assert checked.returncode == 0 and not (checked.stdout + checked.stderr).strip(), checked
-
-
-def recorded_series(scrapes: list[str], minutes_each: int, names: set[str]) -> list[dict]:
-    """promtool input_series: each scrape's samples of `names` held for `minutes_each`
-    minutes (one sample a minute), one phase after the other; '_' where a phase lacks one."""
-    phases = [samples(text) for text in scrapes]
-    keys = sorted({key for phase in phases for key in phase if key[0] in names})
-    series = []
-    for name, labels in keys:
-        parts = []
-        for phase in phases:
-            value = phase.get((name, labels))
-            parts.append(f"{value:g}x{minutes_each - 1}" if value is not None else f"_x{minutes_each - 1}")
-        selector = name + "{" + ",".join(f'{k}="{v}"' for k, v in labels) + "}"
-        series.append({"series": selector, "values": " ".join(parts)})
-    return series
 
 
 def test_the_recorded_outage_fires_platform_down_and_the_recovery_resolves_it(recovered, tmp_path):

@@ -135,10 +135,11 @@ def test_platform_health_from_every_signal(empty_ledger):
         # bilibili: an hour that went well, then failing: degraded (starting to fail).
         successes(conn, "bilibili", [NOW - 3000 + n for n in range(10)])
         failures(conn, "bilibili", [NOW - 100, NOW - 90, NOW - 80])
-        # facebook: mostly failing, but it answers again: degraded (recovering).
+        # facebook: mostly failing, but it answers again: ok, the outage ended (a success ends it).
         failures(conn, "facebook", [NOW - 3000, NOW - 2900, NOW - 2800, NOW - 2700])
         successes(conn, "facebook", [NOW - 60])
-        # urls: its feed pages fail with 5xx, nothing else happened: down; old failures do not count.
+        # urls: its feed pages fail with 5xx, nothing else happened: down; older failures with no
+        # success since are the same outage (the latest signals decide, not a window).
         for at in (NOW - 600, NOW - 500, NOW - 400):
             conn.execute(insert(schema.feed_errors).values(source_key="urls-s", day="2026-11-27", platform="urls",
                                                            error_class="http_5xx", at=at))
@@ -148,9 +149,12 @@ def test_platform_health_from_every_signal(empty_ledger):
     assert weibo["status"] == "down" and weibo["outage_since"] == NOW - 2000
     assert weibo["outage_failures_1h"] == 5 and weibo["requests_ok_1h"] == 1 and weibo["failure_ratio_1h"] == round(5 / 6, 3)
     assert bilibili["status"] == "degraded" and bilibili["outage_since"] == NOW - 100
-    assert facebook["status"] == "degraded" and facebook["outage_since"] == NOW - 3000
+    assert facebook["status"] == "ok" and facebook["outage_since"] is None
     assert facebook["failures_since_last_success"] == 0 and facebook["last_success_at"] == NOW - 60
-    assert urls["status"] == "down" and urls["outage_since"] == NOW - 600 and urls["outage_failures_1h"] == 3
+    assert [(i["state"], i["since"], i["until"], i["failures"]) for i in facebook["incidents"]] == [
+        ("down", NOW - 3000, NOW - 60 + 1, 4)]  # until: the success's commit (finished at -60, committed 1 s later)
+    assert urls["status"] == "down" and urls["outage_since"] == NOW - 7200 and urls["outage_failures_1h"] == 3
+    assert urls["failures_since_last_success"] == 8
 
 
 def test_auth_outranks_an_outage_and_a_few_failures_among_many_successes_are_ok(empty_ledger):

@@ -1,82 +1,89 @@
 """How each platform is doing, from every signal the ledger holds: auth failures,
-rate limits and the shared budget, and server-side failures of media and feed
-requests against successes over the last hour (`platform_outage`: down or
-degraded, since when).
+rate limits and the shared budget, server-side failures of media and feed requests.
+
+The state is decided by the latest signals (store/reports/platform_incidents.py):
+a platform is auth_failed, down, degraded or rate_limited while an incident of
+that kind lasts, and a success after its failures ends it. Counts over the last
+hour (failure ratio, successes) are shown beside the state, never deciding it.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, case, func, literal, null, select
+from sqlalchemy import and_, case, func, null, select
 from sqlalchemy.engine import Engine
 
-from media_crawler import errors
 from media_crawler.download.ratebudget import Bucket
 from media_crawler.store import schema, waits
 from media_crawler.store.reports.counts import HOUR_S, _unindexed
+from media_crawler.store.reports.platform_incidents import (AUTH, OUTAGE, OUTAGE_CLASSES, RATE_LIMITED, Incident,
+                                                            latest_incidents)
 
 T = schema.tasks
 F = schema.feed_errors
 B = schema.rate_budget
 
-# Platform health from every signal: server-side failures (what the outage breaker
-# counts) against successes, media and feed alike, over the last hour.
-OUTAGE_CLASSES = tuple(sorted(error_class.value for error_class in errors.OUTAGE_CLASSES))
-OUTAGE_STREAK = 3  # failures in a row, with no success since: recovery/outage.py's threshold
-MOSTLY = 0.5  # "mostly fail": at least this share of the hour's outcomes failed
 # A drained bucket binds only while someone is drawing on it (a take refreshes updated_at).
 BUDGET_ACTIVE_S = 5.0
 
 
 def platform_health(engine: Engine, now: float, platforms: tuple[str, ...]) -> dict[str, dict[str, Any]]:
-    """Per platform, over the last hour: auth failures, rate limited (since when, until when
-    slowed), and whether its requests mostly fail server-side (platform_outage: down or
-    degraded, since when). `status` is the worst: auth_failed, down, degraded,
-    rate_limited, ok."""
-    since = now - HOUR_S
-    task_errors = (select(T.c.platform, T.c.error_class, func.count(), func.min(T.c.failed_at))
-                   .where(T.c.error_class.in_(["rate_limited", "auth"]), T.c.failed_at >= since,
-                          T.c.state.in_(["retry_wait", "failed"]))
-                   .group_by(T.c.platform, T.c.error_class))
-    page_errors = (select(F.c.platform, F.c.error_class, func.count(), func.min(F.c.at))
-                   .where(F.c.error_class.in_(["rate_limited", "auth"]), F.c.at >= since)
-                   .group_by(F.c.platform, F.c.error_class))
+    """Per platform: its incidents (the latest of each kind, ongoing or ended, with since and
+    until), whether an auth failure, a rate limit (or a slowed budget, while it holds) or an
+    outage (down or degraded) lasts now and since when, and the last hour's outcomes.
+    `status` is the worst that lasts: auth_failed, down, degraded, rate_limited, ok."""
+    incidents = latest_incidents(engine, platforms)
     health = {name: _healthy() for name in platforms}
     with engine.connect() as conn:
-        for platform, error_class, count, first in [*conn.execute(task_errors), *conn.execute(page_errors)]:
-            entry = health.setdefault(platform, _healthy())
-            prefix = "rate_limited" if error_class == "rate_limited" else "auth"
-            count_key = "rate_limited_errors_1h" if prefix == "rate_limited" else "auth_failures_1h"
-            since_key = "rate_limited_since" if prefix == "rate_limited" else "auth_failed_since"
-            entry[count_key] += count
-            entry[since_key] = min(x for x in (entry[since_key], first) if x is not None)
         budgets = conn.execute(select(B.c.platform, B.c.rate, B.c.slow_until)).fetchall()
     for platform, rate, slow_until in budgets:
         if platform in health:
             health[platform]["rate_per_s"] = rate
             if slow_until and slow_until > now:
                 health[platform]["slowed_until"] = slow_until
-    for platform, outage in platform_outage(engine, now, tuple(health)).items():
+    for platform, outage in platform_outage(engine, now, tuple(health), incidents).items():
         health.setdefault(platform, _healthy()).update(outage)
+    for platform, kinds in incidents.items():
+        entry = health.setdefault(platform, _healthy())
+        entry["incidents"] = [incident.as_dict() for _kind, incident in sorted(kinds.items())]
+        auth, limited = kinds.get(AUTH), kinds.get(RATE_LIMITED)
+        if auth is not None and auth.ongoing:
+            entry["auth_failures"], entry["auth_failed_since"] = auth.failures, auth.since
+        if limited is not None and limited.ongoing:
+            entry["rate_limited_errors"], entry["rate_limited_since"] = limited.failures, limited.since
     for entry in health.values():
-        entry["rate_limited"] = bool(entry["rate_limited_errors_1h"] or entry["slowed_until"])
-        entry["status"] = ("auth_failed" if entry["auth_failures_1h"] else
+        # A slowed budget is a rate limit while it holds, whatever succeeded since.
+        entry["rate_limited"] = bool(entry["rate_limited_errors"] or entry["slowed_until"])
+        entry["status"] = ("auth_failed" if entry["auth_failures"] else
                            entry["outage_state"] if entry["outage_state"] != "ok" else
                            "rate_limited" if entry["rate_limited"] else "ok")
     return health
 
 
 def _healthy() -> dict[str, Any]:
-    return {"status": "ok", "rate_limited": False, "rate_limited_since": None, "rate_limited_errors_1h": 0,
-            "slowed_until": None, "rate_per_s": None, "auth_failures_1h": 0, "auth_failed_since": None,
+    return {"status": "ok", "rate_limited": False, "rate_limited_since": None, "rate_limited_errors": 0,
+            "slowed_until": None, "rate_per_s": None, "auth_failures": 0, "auth_failed_since": None,
             "outage_state": "ok", "outage_since": None, "outage_failures_1h": 0, "requests_ok_1h": 0,
             "failure_ratio_1h": 0.0, "failures_since_last_success": 0, "last_success_at": None,
-            "last_failure_at": None}
+            "last_failure_at": None, "incidents": []}
 
 
-# Timestamps in a platform_health entry (status prints them as UTC text).
+# Timestamps in a platform_health entry (status prints them as UTC text), and in each of its incidents.
 HEALTH_TIMESTAMPS = ("rate_limited_since", "slowed_until", "auth_failed_since", "outage_since", "last_success_at",
                      "last_failure_at")
+INCIDENT_TIMESTAMPS = ("since", "until", "last_failure_at")
+
+
+def health_json(entry: dict[str, Any]) -> dict[str, Any]:
+    """A platform_health entry with its timestamps (its incidents' too) as UTC text."""
+    from media_crawler.timestamps import utc_timestamp
+
+    def text(values: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+        return {key: utc_timestamp(value) if key in keys and value is not None else value
+                for key, value in values.items()}
+
+    return {**text(entry, HEALTH_TIMESTAMPS),
+            "incidents": [text(incident, INCIDENT_TIMESTAMPS) for incident in entry.get("incidents", [])]}
 
 
 def binding_budgets(engine: Engine, now: float) -> dict[str, dict[str, Any]]:
@@ -97,28 +104,42 @@ def binding_budgets(engine: Engine, now: float) -> dict[str, dict[str, Any]]:
     return binding
 
 
-def platform_outage(engine: Engine, now: float, platforms: tuple[str, ...]) -> dict[str, dict[str, Any]]:
-    """Per platform, over the last hour: server-side failures (5xx, timeouts, resets) of
-    media downloads and feed pages, items the outage breaker handed back, against
-    successful downloads and feed pages that succeeded again.
+def platform_outage(engine: Engine, now: float, platforms: tuple[str, ...],
+                    incidents: dict[str, dict[str, Incident]] | None = None) -> dict[str, dict[str, Any]]:
+    """Per platform: its outage state (down, degraded or ok) from its latest outage incident
+    (platform_incidents: failures in a row since the latest success; a success ends it), and
+    the last hour's server-side failures (5xx, timeouts, resets, items the breaker handed
+    back) against successful downloads and feed pages read again, shown beside it."""
+    if incidents is None:
+        incidents = latest_incidents(engine, platforms)
+    hour = _hour_outcomes(engine, now)
+    result = {}
+    for platform in sorted(set(platforms) | set(hour) | set(incidents)):
+        failed, ok_count, ok_last, last = hour.get(platform, (0, 0, None, None))
+        total = failed + ok_count
+        outage = incidents.get(platform, {}).get(OUTAGE)
+        ongoing = outage is not None and outage.ongoing
+        result[platform] = {
+            "outage_state": outage.state if ongoing else "ok", "outage_since": outage.since if ongoing else None,
+            "failures_since_last_success": outage.failures if ongoing else 0,
+            "outage_failures_1h": failed, "requests_ok_1h": ok_count,
+            "failure_ratio_1h": round(failed / total, 3) if total else 0.0,
+            "last_success_at": ok_last, "last_failure_at": outage.last_failure_at if outage is not None else last}
+    return result
 
-    - down: the latest OUTAGE_STREAK or more outcomes failed (no success since), and
-      most of the hour's did;
-    - degraded: one of the two (failing again after an hour that went mostly well,
-      or recovering after an hour that mostly failed);
-    - ok otherwise. `outage_since` is the first failure of the current streak (or of
-      the hour when there is no streak).
-    """
+
+def _hour_outcomes(engine: Engine, now: float) -> dict[str, tuple[int, int, float | None, float | None]]:
+    """platform -> (server-side failures, successes, latest success, latest failure) of the last hour."""
     since = now - HOUR_S
     outage = list(OUTAGE_CLASSES)
-    successes: dict[str, tuple[int, float]] = {}
     media_failed = (select(T.c.platform, T.c.failed_at.label("at"))
                     .where(T.c.failed_at >= since, T.c.state.in_(["retry_wait", "failed"]),
                            T.c.error_class.in_(outage)))
     halted = (select(T.c.platform, T.c.wait_since.label("at"))
               .where(T.c.state == "discovered", T.c.wait_reason == waits.PLATFORM_HALTED, T.c.wait_since >= since,
                      T.c.wait_cause.in_(outage)))
-    feed_failed = select(F.c.platform, F.c.at.label("at")).where(F.c.at >= since, F.c.error_class.in_(outage))
+    feed_failed = (select(F.c.platform, F.c.at.label("at"))
+                   .where(F.c.at >= since, F.c.error_class.in_(outage), F.c.item_id.is_(None)))
     downloaded = (select(T.c.platform, func.count(), func.max(T.c.finished_at))
                   .where(T.c.state.in_(["downloaded", "verified"]), T.c.finished_at >= since).group_by(T.c.platform))
     # By the committed_at index; the state is tested in the aggregate, or the planner may
@@ -131,32 +152,16 @@ def platform_outage(engine: Engine, now: float, platforms: tuple[str, ...]) -> d
     # Page errors a later walk resolved (an item error is resolved by every walk: no sign of health).
     feed_ok = (select(F.c.platform, func.count(), func.max(F.c.resolved_at))
                .where(F.c.resolved_at >= since, F.c.item_id.is_(None)).group_by(F.c.platform))
+    successes: dict[str, tuple[int, float | None]] = {}
     with engine.connect() as conn:
         for query in (downloaded, committed, feed_ok):
             for platform, count, last in conn.execute(query):
-                known = successes.get(platform, (0, 0.0))
-                successes[platform] = (known[0] + count, max(known[1], float(last or 0.0)))
-        failure_rows = media_failed.union_all(halted, feed_failed).subquery()
-        # The latest success of the failure's platform: failures after it are the current streak.
-        last_success = case(*((failure_rows.c.platform == p, ok[1]) for p, ok in successes.items()),
-                            else_=0.0) if successes else literal(0.0)
-        after = failure_rows.c.at > last_success
-        query = (select(failure_rows.c.platform, func.count(), func.min(failure_rows.c.at), func.max(failure_rows.c.at),
-                        func.sum(case((after, 1), else_=0)), func.min(case((after, failure_rows.c.at), else_=null())))
-                 .group_by(failure_rows.c.platform))
-        counted = {platform: (count, first, last, int(streak or 0), streak_first)
-                   for platform, count, first, last, streak, streak_first in conn.execute(query)}
-    result = {}
-    for platform in sorted(set(platforms) | set(counted) | set(successes)):
-        failed, first, last, streak, streak_first = counted.get(platform, (0, None, None, 0, None))
-        ok_count, ok_last = successes.get(platform, (0, 0.0))
-        total = failed + ok_count
-        ratio = failed / total if total else 0.0
-        in_streak = streak >= OUTAGE_STREAK
-        mostly = failed >= OUTAGE_STREAK and ratio >= MOSTLY
-        state = "down" if in_streak and mostly else "degraded" if in_streak or mostly else "ok"
-        result[platform] = {
-            "outage_state": state, "outage_since": (streak_first if in_streak else first) if state != "ok" else None,
-            "outage_failures_1h": failed, "requests_ok_1h": ok_count, "failure_ratio_1h": round(ratio, 3),
-            "failures_since_last_success": streak, "last_success_at": ok_last or None, "last_failure_at": last}
-    return result
+                known, known_last = successes.get(platform, (0, None))
+                latest = max((x for x in (known_last, last) if x is not None), default=None)
+                successes[platform] = (known + count, latest)
+        rows = media_failed.union_all(halted, feed_failed).subquery()
+        failures = {platform: (count, last) for platform, count, last in conn.execute(
+            select(rows.c.platform, func.count(), func.max(rows.c.at)).group_by(rows.c.platform))}
+    return {platform: (failures.get(platform, (0, None))[0], successes.get(platform, (0, None))[0],
+                       successes.get(platform, (0, None))[1], failures.get(platform, (0, None))[1])
+            for platform in set(successes) | set(failures)}
