@@ -15,6 +15,7 @@ import sys
 import time
 
 from media_crawler.models import platform_names
+from media_crawler.scrub import excerpt
 
 # The console script ends the process after the report without the interpreter's
 # teardown (cli.end_without_teardown: the ledger's connections are closed first):
@@ -82,7 +83,7 @@ def render_text(data: dict) -> str:
             lines.append(f"  {group['platform']:<9} {group['stage']:<8} {group['error_class']:<16} "
                          f"{group['count']:>6}  {states}  {when}")
             if group["sample_message"]:
-                lines.append(f"      why: {group['sample_message'][:160]}")
+                lines.append(f"      why: {excerpt(group['sample_message'], 160)}")
             for url in group["canonical_urls"]:
                 lines.append(f"      {url}")
             if group["run_ids"]:

@@ -25,6 +25,7 @@ from media_crawler.platforms.headers import BROWSER_USER_AGENT, credential
 from media_crawler.platforms.items import MALFORMED, check_record, item_failure
 from media_crawler.platforms.responses import parse_error
 from media_crawler.platforms.window import NewestSeen, max_pages, page_reaches_before
+from media_crawler.scrub import excerpt
 
 PAGE_SIZE = 25
 TOKEN_PARAM = "access_token"
@@ -97,7 +98,7 @@ class FacebookAdapter(PlatformAdapter):
 
     def _object_url(self, object_id: str) -> str:
         if not normalize.is_graph_id(object_id):
-            raise parse_error(PLATFORM, f"{object_id[:80]!r} is not a Graph object id")
+            raise parse_error(PLATFORM, f"{excerpt(repr(object_id), 80)} is not a Graph object id")
         return f"{self.api_base}/{object_id}"
 
     def follow(self, next_url: str) -> tuple[str, dict[str, str]]:
