@@ -5,7 +5,7 @@ import pytest
 import requests
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.platforms.registry import ADAPTERS, build_adapter
+from media_crawler.platforms.registry import ADAPTERS, build_adapter, specs
 from media_crawler.platforms.base import PlatformSettings
 from media_crawler.scrub import scrub_text, scrub_url
 from media_crawler.platforms.transport import RequestsTransport
@@ -21,12 +21,15 @@ FAKE_TOKEN = "EAAB-fake-token-1234567890"
         ("https://api.bilibili.com/x/player/wbi/playurl?bvid=BV1&w_rid=ff&wts=1", "https://api.bilibili.com/x/player/wbi/playurl?bvid=BV1&wts=1"),
         ("https://upos.bilivideo.com/a.m4s?deadline=9&upsig=abc&uparams=e,deadline", "https://upos.bilivideo.com/a.m4s?deadline=9&uparams=e,deadline"),
         ("https://f.video.weibocdn.com/o0/x.mp4?label=mp4_hd&Expires=1&ssig=abc&KID=k", "https://f.video.weibocdn.com/o0/x.mp4?label=mp4_hd&Expires=1&KID=k"),
-        ("https://scontent.xx.fbcdn.net/v/a.jpg?_nc_cat=6&oh=00_ab&oe=65EF", "https://scontent.xx.fbcdn.net/v/a.jpg?_nc_cat=6&oe=65EF"),
+        # oe: Facebook declares it a signature parameter (PlatformSpec.signature_params)
+        ("https://scontent.xx.fbcdn.net/v/a.jpg?_nc_cat=6&oh=00_ab&oe=65EF", "https://scontent.xx.fbcdn.net/v/a.jpg?_nc_cat=6"),
+        ("https://cdn.test/a.jpg?w=1&auth_key=1-0-abc&signature=s&sig=g&Policy=p&Key-Pair-Id=k", "https://cdn.test/a.jpg?w=1"),
         ("https://user:pw@example.test/p?SESSDATA=s&sign=x&client_secret=y&X-Amz-Signature=z&keep=1", "https://example.test/p?keep=1"),
         ("https://example.test/plain", "https://example.test/plain"),
     ],
 )
 def test_scrub_url(url, expected):
+    specs()  # the registry registers the platforms' signature parameters
     assert scrub_url(url) == expected
 
 
