@@ -21,7 +21,7 @@ def context_of(bodies: Iterable[Any]) -> dict[str, bilibili.VideoPart]:
     for body in bodies:
         ok = isinstance(body, dict) and envelope_code(body.get("code")) == 0
         data = body.get("data") if ok else None
-        if not isinstance(data, dict) or not data.get("bvid") or bilibili.is_playurl(data):
+        if not isinstance(data, dict) or not bilibili.video_bvid(data) or bilibili.is_playurl(data):
             continue
         try:
             info = bilibili.video_info_from_view(data)
@@ -48,7 +48,7 @@ def normalize(
         part = _playurl_part(data, context or Context(), note)
         return guarded(bilibili.PLATFORM, part.item_id, lambda: bilibili.records_from_playurl(
             data, part, SPEC.setting(settings, "max_height"), SPEC.setting(settings, "codec_order")))
-    if isinstance(data, dict) and data.get("bvid"):
+    if isinstance(data, dict) and bilibili.video_bvid(data):  # a bvid, or an aid from before bvids
         try:
             info = bilibili.video_info_from_view(data)
         except MALFORMED as exc:  # the one object of the answer drifted: the answer's parse_error
@@ -72,7 +72,7 @@ def _playurl_part(data: dict, context: Context, note: Note) -> bilibili.VideoPar
     known = context.known.get(cid) if cid else None
     if known is not None:
         return known
-    part = bilibili.VideoPart(as_str(data.get("bvid")) or "unknown", cid or "unknown")
+    part = bilibili.VideoPart(bilibili.video_bvid(data) or "unknown", cid or "unknown")
     if part.bvid == "unknown":
         note({"shape": "bilibili playurl", "cid": cid,
               "message": "the answer does not name its video: give its view answer too for the bvid"})
