@@ -6,6 +6,8 @@ SPEC = PlatformSpec(
     adapter="media_crawler.platforms.facebook.client:FacebookAdapter",
     source_kinds=("page",),
     default_kind="page",
+    # The page's posts (default: their photo and video attachments) or its /videos edge.
+    source_options=(("edge", ("posts", "videos")),),
     rate=5.0,
     burst=10.0,
     media_hosts=("*.fbcdn.net",),
