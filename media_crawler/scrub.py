@@ -156,15 +156,14 @@ def scrub_url(url: str, extra: Iterable[str | None] = ()) -> str:
         try:
             parts = urlsplit(url)
             netloc = parts.netloc.rsplit("@", 1)[-1]  # drop user:password@
-        except ValueError:
-            url = _PAIR_IN_TEXT.sub(lambda m: f"{m.group(1)}={MASK}", url)
-        else:
             query = ""
             if parts.query:
                 kept = [(k, mask_secrets(v, extra)) for k, v in parse_qsl(parts.query, keep_blank_values=True)
                         if not is_secret_param(k)]
                 query = urlencode(kept, safe="/:,*")
             url = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        except ValueError:  # a URL that does not split, or a lone surrogate urlencode cannot encode
+            url = _PAIR_IN_TEXT.sub(lambda m: f"{m.group(1)}={MASK}", url)
     return mask_secrets(url, extra)
 
 

@@ -90,9 +90,8 @@ def video_bvid(data: Any) -> str | None:
     before bvids existed name the aid only); None when it names neither."""
     if not isinstance(data, Mapping):
         return None
-    bvid = as_str(data.get("bvid"))
-    if bvid:
-        return bvid
+    if data.get("bvid") not in (None, ""):
+        return as_str(data.get("bvid"))  # a bvid of another type is drift: None, refused by the caller
     aid = as_int(data.get("aid"))
     try:
         return aid_to_bvid(aid) if aid is not None else None
