@@ -227,20 +227,23 @@ def _mask_cut_secret(text: str, extra: Iterable[str]) -> str:
 
 
 def identity_url(url: str, signature_params: Iterable[str] = ()) -> str:
-    """`url` without its signature and credential query parameters (and userinfo): what
-    stays the same when the URL is re-signed, so what an item's identity may hash.
+    """`url` without its signature and credential query parameters: what stays the same
+    when the URL is re-signed, so what an item's identity may hash.
 
-    Kept pairs are kept as written (no re-encoding): an unsigned URL is its own identity,
-    the one it had before signatures were dropped."""
+    Everything else is kept as written (no re-encoding, userinfo included: a URL with
+    userinfo is refused, and two such must stay two rows): an unsigned URL is its own
+    identity, the one it had before signatures were dropped."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return url
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    if not parts.query and netloc == parts.netloc:
+    if not parts.query:
         return url
-    kept = [pair for pair in parts.query.split("&") if pair and not _signs(pair, signature_params)]
-    return urlunsplit((parts.scheme, netloc, parts.path, "&".join(kept), parts.fragment))
+    pairs = parts.query.split("&")
+    kept = [pair for pair in pairs if pair and not _signs(pair, signature_params)]
+    if len(kept) == len(pairs):
+        return url
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "&".join(kept), parts.fragment))
 
 
 def _signs(pair: str, signature_params: Iterable[str]) -> bool:
