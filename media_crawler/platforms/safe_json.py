@@ -170,5 +170,5 @@ def _refuse_constant(name: str) -> Any:
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise JsonRefused(f"number {text[:40]} overflows a double")
+        raise JsonRefused(f"number {excerpt(text, 40)} overflows a double")
     return value
