@@ -7,7 +7,7 @@ import requests
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.platforms.registry import ADAPTERS, build_adapter, specs
 from media_crawler.platforms.base import PlatformSettings
-from media_crawler.scrub import scrub_text, scrub_url
+from media_crawler.scrub import identity_url, scrub_text, scrub_url
 from media_crawler.platforms.transport import RequestsTransport
 
 FAKE_TOKEN = "EAAB-fake-token-1234567890"
@@ -108,3 +108,24 @@ def test_registry_builds_every_platform():
         assert adapter.name == name
     with pytest.raises(ValueError):
         build_adapter("myspace", PlatformSettings(), None)
+
+
+@pytest.mark.parametrize(
+    ("url", "identity"),
+    [
+        ("https://cdn.test/a.jpg?w=1&auth_key=1700000000-0-0-9f&signature=s", "https://cdn.test/a.jpg?w=1"),
+        ("https://b.s3.test/k.mp4?X-Amz-Signature=ab&X-Amz-Credential=c&v=2", "https://b.s3.test/k.mp4?v=2"),
+        ("https://d.cloudfront.test/v.mp4?Policy=p&Signature=s&Key-Pair-Id=k", "https://d.cloudfront.test/v.mp4"),
+        ("https://cdn.test/a.jpg?sig=1&token=t#frag", "https://cdn.test/a.jpg#frag"),
+        # kept as written, not re-encoded: an unsigned URL is the identity it always had
+        ("https://cdn.test/a%2Cb.jpg?x=1%2C2&y", "https://cdn.test/a%2Cb.jpg?x=1%2C2&y"),
+        ("http://[]", "http://[]"),
+    ],
+)
+def test_identity_url_drops_signatures_only(url, identity):
+    assert identity_url(url) == identity
+
+
+def test_identity_url_drops_the_parameters_a_platform_declares():
+    url = "https://video.xx.fbcdn.net/v/a.mp4?efg=e&_nc_ht=h&oh=00_AfB&oe=65EF1A2B"
+    assert identity_url(url, ("oh", "oe")) == "https://video.xx.fbcdn.net/v/a.mp4?efg=e&_nc_ht=h"
