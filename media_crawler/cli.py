@@ -82,7 +82,7 @@ def report_failure(command: str, exc: Exception) -> int:
 
     from media_crawler.config import ConfigError
     from media_crawler.errors import CrawlError
-    from media_crawler.scrub import scrub_text
+    from media_crawler.scrub import excerpt, scrub_text
 
     if isinstance(exc, ConfigError):
         error_class, message, code = "config_error", str(exc), USAGE_EXIT
@@ -91,7 +91,7 @@ def report_failure(command: str, exc: Exception) -> int:
     else:
         error_class, message, code = "internal_error", f"{type(exc).__name__}: {exc}", DATA_EXIT
     line = {"event": "command_failed", "command": command, "error_class": error_class,
-            "message": scrub_text(message)[:2000]}
+            "message": excerpt(message, 2000)}
     if os.environ.get("MEDIA_CRAWLER_DEBUG") == "1":
         line["traceback"] = scrub_text("".join(traceback.format_exception(exc)))
     print(json.dumps(line, ensure_ascii=False), file=sys.stderr)

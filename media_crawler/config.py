@@ -197,7 +197,9 @@ def load_config(path: str | os.PathLike | None = None) -> CrawlConfig:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300]
+    from media_crawler.scrub import excerpt  # here: scrub imports config
+
+    return excerpt(" ".join(str(exc).split()), 300)
 
 
 @lru_cache(maxsize=2)

@@ -43,7 +43,7 @@ import random
 from dataclasses import dataclass
 from enum import Enum
 
-from media_crawler.scrub import scrub_text
+from media_crawler.scrub import excerpt, scrub_text
 
 
 class ErrorClass(str, Enum):
@@ -214,7 +214,7 @@ class CrawlError(Exception):
     ) -> None:
         self.error_class = ErrorClass(error_class)
         self.message = scrub_text(message)
-        self.platform_code = None if platform_code is None else scrub_text(str(platform_code))[:64]
+        self.platform_code = None if platform_code is None else excerpt(str(platform_code), 64)
         self.retry_after = retry_after
         self.http_status = http_status
         super().__init__(f"{self.error_class.value}: {self.message}")

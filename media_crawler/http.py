@@ -24,6 +24,7 @@ import requests
 from urllib3.util.retry import Retry
 
 from media_crawler.net.pinning import PinnedAdapter
+from media_crawler.scrub import excerpt
 
 if TYPE_CHECKING:  # media_transport imports this module
     from media_crawler.download.media_transport import MediaTransport
@@ -79,7 +80,7 @@ def redact_url(url: str) -> str:
     try:
         parts = urlsplit(url)
     except ValueError:
-        return f"{url.split(':', 1)[0][:16]}://(malformed)"
+        return f"{excerpt(url.split(':', 1)[0], 16)}://(malformed)"
     try:
         host = parts.hostname or ""
         port = f":{parts.port}" if parts.port else ""

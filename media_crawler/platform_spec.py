@@ -107,6 +107,8 @@ class PlatformSpec:
     - source_options: the keys a source entry may carry beside its platform's, each with
       its allowed values (`- weibo: user 1` + `api: ajax`); any other key or value is refused.
     - credential: (credential_env key, default environment variable) its adapter reads.
+    - signature_params: query parameters that sign its media URLs beyond the generic ones
+      (scrub.py SIGNATURE_PARAM_NAMES): not identity, dropped from every logged URL.
     - normalize: fn(body, settings, now, note, context) -> records: what
       `media-crawler normalize` does with a saved answer (detects its shape);
       normalize_context: fn(bodies) -> dict, what answers given together tell
@@ -132,6 +134,7 @@ class PlatformSpec:
     settings: tuple[Setting, ...] = ()
     source_options: tuple[tuple[str, tuple[str, ...]], ...] = ()
     credential: tuple[str, str] | None = None
+    signature_params: tuple[str, ...] = ()
     normalize: Ref = None
     normalize_context: Ref = None
     classify: Ref = None

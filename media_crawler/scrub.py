@@ -10,6 +10,15 @@ Two layers:
   (both hex cases, `+` for spaces or not), URL-decoded, and base64 (standard
   and URL-safe, padded or not). Any text holding one of them is masked.
 
+Texts that quote foreign bytes are scrubbed whole *before* they are shortened
+(`excerpt`): a cut made first can fall inside a secret and leave its start, a form
+nobody registered, to pass every later scrub.
+
+Signature-like query parameters (`signature`, `auth_key`, `X-Amz-Signature`, ...,
+and those a platform declares, Facebook's `oh`/`oe`) are never part of an item's
+identity (`identity_url`) and are dropped from every scrubbed URL; the fetch URL
+keeps them, since the CDN needs them, until `compact`.
+
 Every edge calls it: CrawlError messages (errors.py), ledger rows
 (store/ledger.py), JSON log lines (observe/logging.py), Dagster metadata and
 Failure descriptions (defs/assets.py), the reports and the CLI's stderr.
@@ -34,6 +43,9 @@ SECRET_PARAM_NAMES = frozenset(
         "bili_jct", "cookie",
     }
 )
+# Query parameters that sign a URL (CDNs, S3, CloudFront): they change when the URL is
+# re-signed, so they are not identity, and they grant access, so they are not for logs.
+SIGNATURE_PARAM_NAMES = frozenset({"signature", "sig", "auth_key", "x-amz-signature", "policy", "key-pair-id"})
 # Anything else that *looks* like a credential or signature by its name.
 _SECRET_NAME = re.compile(r"(token|secret|signature|passw|credential|sessdata|_sig$|^sig_)", re.IGNORECASE)
 # Facebook's paging cursor is not a secret and is useful when reading logs.
@@ -41,7 +53,8 @@ _NOT_SECRET = frozenset({"__paging_token"})
 
 _URL_IN_TEXT = re.compile(r"https?://[^\s\"'<>]+")
 _PAIR_IN_TEXT = re.compile(
-    r"(?i)\b(access_token|sessdata|token|w_rid|upsig|ssig|sign|signature|sub|subp|bili_jct)=([^&;\s\"']+)")
+    r"(?i)\b(access_token|sessdata|token|w_rid|upsig|ssig|sign|signature|sub|subp|bili_jct|auth_key|sig"
+    r"|x-amz-signature|key-pair-id)=([^&;\s\"']+)")
 
 # The variables the adapters read when sources.yaml names none (platforms/headers.py
 # `credential(..., default_env)`): a secret sent by default must be masked by default.
@@ -49,13 +62,32 @@ DEFAULT_CREDENTIAL_ENVS = ("BILIBILI_SESSDATA", "FB_ACCESS_TOKEN", "WEIBO_COOKIE
 
 _LOCK = threading.Lock()  # serializes registrations; readers take the current tuple without it
 _REGISTERED: tuple[str, ...] = ()  # longest first, so a longer form is masked before a part of it
+# Signature parameters platforms declared (PlatformSpec.signature_params), lower-case.
+_PLATFORM_SIGNATURE_PARAMS: frozenset[str] = frozenset()
 
 
 def is_secret_param(name: str) -> bool:
     lowered = name.lower()
     if lowered in _NOT_SECRET:
         return False
-    return lowered in SECRET_PARAM_NAMES or bool(_SECRET_NAME.search(lowered))
+    return (lowered in SECRET_PARAM_NAMES or is_signature_param(lowered)
+            or bool(_SECRET_NAME.search(lowered)))
+
+
+def is_signature_param(name: str, extra: Iterable[str] = ()) -> bool:
+    """A query parameter that signs the URL (generic, a platform's declared ones, `extra`)."""
+    lowered = name.lower()
+    return (lowered in SIGNATURE_PARAM_NAMES or lowered in _PLATFORM_SIGNATURE_PARAMS
+            or lowered in {n.lower() for n in extra})
+
+
+def register_signature_params(names: Iterable[str]) -> None:
+    """Drop these query parameters (a platform's `signature_params`) from every scrubbed URL."""
+    global _PLATFORM_SIGNATURE_PARAMS
+    lowered = frozenset(name.lower() for name in names)
+    if not lowered <= _PLATFORM_SIGNATURE_PARAMS:
+        with _LOCK:
+            _PLATFORM_SIGNATURE_PARAMS = _PLATFORM_SIGNATURE_PARAMS | lowered
 
 
 def encodings(value: str) -> set[str]:
@@ -124,15 +156,14 @@ def scrub_url(url: str, extra: Iterable[str | None] = ()) -> str:
         try:
             parts = urlsplit(url)
             netloc = parts.netloc.rsplit("@", 1)[-1]  # drop user:password@
-        except ValueError:
-            url = _PAIR_IN_TEXT.sub(lambda m: f"{m.group(1)}={MASK}", url)
-        else:
             query = ""
             if parts.query:
                 kept = [(k, mask_secrets(v, extra)) for k, v in parse_qsl(parts.query, keep_blank_values=True)
                         if not is_secret_param(k)]
                 query = urlencode(kept, safe="/:,*")
             url = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        except ValueError:  # a URL that does not split, or a lone surrogate urlencode cannot encode
+            url = _PAIR_IN_TEXT.sub(lambda m: f"{m.group(1)}={MASK}", url)
     return mask_secrets(url, extra)
 
 
@@ -154,3 +185,67 @@ def secret_values(params: dict | None) -> list[str]:
     """The values of secret-named params: what to mask in an exception text
     that may quote the request URL."""
     return [str(v) for k, v in (params or {}).items() if is_secret_param(str(k)) and v]
+
+
+# Past this length a text is cut (generously) before it is scrubbed: the scrub of a
+# multi-megabyte body would cost more than the excerpt is worth. The margin keeps every
+# secret and URL that reaches into the excerpt whole while it is scrubbed.
+_PRE_CUT_MARGIN = 16_384
+
+
+def excerpt(text: str | None, limit: int, extra: Iterable[str | None] = ()) -> str:
+    """At most `limit` characters of `text`, scrubbed *before* the cut, the one way to
+    shorten a text that quotes foreign bytes (an answer's body, an error's message).
+
+    The cut never leaves the start of a secret: a suffix of the excerpt that begins a
+    registered form (or a value in `extra`), `MIN_SECRET_LENGTH` characters or more of
+    it, is masked too. Such a start survives the scrub when the text was already cut
+    by someone else, or when the rest of the secret lies past the pre-cut margin."""
+    if not text:
+        return text or ""
+    extra = [value for value in extra if value]
+    if len(text) > limit + _PRE_CUT_MARGIN:
+        text = text[:limit + _PRE_CUT_MARGIN]
+    text = scrub_text(text, extra)
+    if len(text) <= limit:
+        return _mask_cut_secret(text, extra)
+    return _mask_cut_secret(text[:limit], extra)
+
+
+def _mask_cut_secret(text: str, extra: Iterable[str]) -> str:
+    """`text` whose tail, if it is the start of a secret form, is masked (the longest such tail)."""
+    longest = 0
+    tail = text[-MIN_SECRET_LENGTH:]
+    for secret in (*_REGISTERED, *extra):
+        if tail not in secret:  # the excerpt's last characters lie inside any secret start it ends with
+            continue
+        for length in range(min(len(secret) - 1, len(text)), MIN_SECRET_LENGTH - 1, -1):
+            if length > longest and text.endswith(secret[:length]):
+                longest = length
+                break
+    return text[:-longest] + MASK if longest else text
+
+
+def identity_url(url: str, signature_params: Iterable[str] = ()) -> str:
+    """`url` without its signature and credential query parameters: what stays the same
+    when the URL is re-signed, so what an item's identity may hash.
+
+    Everything else is kept as written (no re-encoding, userinfo included: a URL with
+    userinfo is refused, and two such must stay two rows): an unsigned URL is its own
+    identity, the one it had before signatures were dropped."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if not parts.query:
+        return url
+    pairs = parts.query.split("&")
+    kept = [pair for pair in pairs if pair and not _signs(pair, signature_params)]
+    if len(kept) == len(pairs):
+        return url
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "&".join(kept), parts.fragment))
+
+
+def _signs(pair: str, signature_params: Iterable[str]) -> bool:
+    name = unquote_plus(pair.split("=", 1)[0])
+    return is_secret_param(name) or is_signature_param(name, signature_params)

@@ -15,6 +15,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 from media_crawler.config import CrawlConfig, config_path_default, load_config
+from media_crawler.scrub import excerpt
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -96,7 +97,7 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
             error = ""
             if not result.success:
                 failures = [event for event in result.all_events if event.is_step_failure]
-                error = "; ".join(str(event.step_failure_data.error.message).strip()[:300] for event in failures)
+                error = "; ".join(excerpt(str(event.step_failure_data.error.message).strip(), 300) for event in failures)
             outcome.partitions.append(PartitionOutcome(shard, day, result.success, result.run_id, error, members))
             progress.advance(bytes=_committed_bytes(result))
     progress.close()

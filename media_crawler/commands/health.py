@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from media_crawler.observe.health import ProbeResult, live, ready
-    from media_crawler.scrub import scrub_text
+    from media_crawler.scrub import excerpt
     from media_crawler.observe.target import observed_config
     from media_crawler.store.database import get_engine
     from media_crawler.store.ledger import Ledger
@@ -41,6 +41,6 @@ def run(args: argparse.Namespace) -> int:
             # Ledger migrates, as any worker does when it starts: ready means a worker could start now.
             result = ready(Ledger(config.ledger_url).engine, config)
     except Exception as exc:  # an unreadable config or an unknown driver is an answer too
-        result = ProbeResult(probe, False, scrub_text(f"{type(exc).__name__}: {exc}")[:300])
+        result = ProbeResult(probe, False, excerpt(f"{type(exc).__name__}: {exc}", 300))
     print(json.dumps(result.as_json(), ensure_ascii=False, separators=(",", ":")))
     return 0 if result.ok else 1

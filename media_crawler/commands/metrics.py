@@ -50,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
         except Exception as exc:  # the ledger's metrics still answer; the instance's absence is said once
             instance, why_not = None, f"{type(exc).__name__}: {exc}"
         if instance is None:
-            from media_crawler.scrub import scrub_text
+            from media_crawler.scrub import excerpt
 
-            print(f"Dagster run storage not read: {scrub_text(why_not)[:300]}", file=sys.stderr, flush=True)
+            print(f"Dagster run storage not read: {excerpt(why_not, 300)}", file=sys.stderr, flush=True)
     registry = ledger_registry(Ledger(config.ledger_url).engine, config, instance=instance)
     if args.once:
         sys.stdout.write(generate_latest(registry).decode())

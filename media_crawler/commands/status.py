@@ -61,12 +61,12 @@ def run(args: argparse.Namespace) -> int:
 def _dagster_instance():
     """(instance, None), or (None, why not): an instance that cannot be opened is a line of the status, not its end."""
     from media_crawler.observe.dagster_runs import instance_from_environment
-    from media_crawler.scrub import scrub_text
+    from media_crawler.scrub import excerpt
 
     try:
         return instance_from_environment()
     except Exception as exc:
-        return None, scrub_text(f"Dagster instance not readable: {type(exc).__name__}: {exc}")[:300]
+        return None, excerpt(f"Dagster instance not readable: {type(exc).__name__}: {exc}", 300)
 
 
 def render_text(status: dict) -> str:

@@ -52,7 +52,7 @@ from media_crawler.recovery.runs import record_run_process
 from media_crawler.store.source_state import iso_time, open_feed_errors
 from media_crawler.models import DayWindow, Source
 from media_crawler.pipeline.runtime import Runtime
-from media_crawler.scrub import scrub_text, scrub_url
+from media_crawler.scrub import excerpt, scrub_text, scrub_url
 from media_crawler.shards import PartitionLayout
 
 GROUP = "media_crawl"
@@ -100,14 +100,14 @@ def _failures_table(report: StageReport) -> MetadataValue:
     schema = TableSchema(columns=[TableColumn("canonical_url"), TableColumn("error_class"), TableColumn("state"),
                                   TableColumn("message")])
     rows = [TableRecord({"canonical_url": scrub_url(f.canonical_url or ""), "error_class": f.error_class,
-                         "state": f.state, "message": scrub_text(f.message or "")[:300]}) for f in report.failed_items]
+                         "state": f.state, "message": excerpt(f.message, 300)}) for f in report.failed_items]
     return MetadataValue.table(rows, schema=schema)
 
 
 def _failed_sources_table(rows: list[dict]) -> MetadataValue:
     schema = TableSchema(columns=[TableColumn("source"), TableColumn("error_class"), TableColumn("since"),
                                   TableColumn("message")])
-    return MetadataValue.table([TableRecord({**row, "message": scrub_text(row["message"])[:300]}) for row in rows],
+    return MetadataValue.table([TableRecord({**row, "message": excerpt(row["message"], 300)}) for row in rows],
                                schema=schema)
 
 

@@ -33,6 +33,7 @@ import requests
 
 from media_crawler.config import environment_copy
 from media_crawler.recovery.dispatch import DEFINITIONS_MODULE, LOCATION_NAME
+from media_crawler.scrub import excerpt
 
 BIN = Path(sys.executable).parent  # the venv's console scripts sit beside its python
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -201,7 +202,7 @@ def wait_for_code_server(host: str, port: int, service: Service, timeout: float 
         except Exception as error:  # grpc raises its own error types while the server starts
             last = str(error).splitlines()[0] if str(error) else type(error).__name__
         time.sleep(0.5)
-    raise ServiceError(f"code server on {host}:{port} not ready after {timeout:.0f}s ({last[:200]})\n"
+    raise ServiceError(f"code server on {host}:{port} not ready after {timeout:.0f}s ({excerpt(last, 200)})\n"
                        f"{service.log_tail()}")
 
 

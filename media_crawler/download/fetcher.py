@@ -37,6 +37,7 @@ from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.download.writeback import EarlyWriteback
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.http import CrawlerSession, redact_url
+from media_crawler.scrub import excerpt
 from media_crawler.store.cas import storage_error
 from media_crawler.verify.signatures import HEAD_BYTES, check_media_head
 
@@ -239,7 +240,7 @@ class _Inflater:
         elif name == "deflate":
             wbits = zlib.MAX_WBITS  # zlib-wrapped, as RFC 9110 means it
         else:
-            raise CrawlError(ErrorClass.BAD_SIGNATURE, f"{safe_url} sent Content-Encoding {name[:20]!r}, which is not accepted")
+            raise CrawlError(ErrorClass.BAD_SIGNATURE, f"{safe_url} sent Content-Encoding {excerpt(repr(name), 22)}, which is not accepted")
         self._inflater, self._piece, self._url = zlib.decompressobj(wbits), piece, safe_url
 
     def feed(self, data: bytes) -> Iterator[bytes]:

@@ -17,6 +17,7 @@ from urllib.parse import quote, urljoin
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.net.addresses import Address, parse_address
+from media_crawler.scrub import excerpt
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_URL_LENGTH = 8192
@@ -189,8 +190,8 @@ def _name_or_ipv4(host: str) -> str:
     # canonical dotted quad is accepted, so one spelling means one address.
     if _NUMERIC_PART.match(labels[-1]) or all(_NUMERIC_PART.match(label) for label in labels):
         if not _CANONICAL_V4.match(host):
-            raise refuse(f"URL host {host[:60]!r} is not a canonical IPv4 address")
+            raise refuse(f"URL host {excerpt(repr(host), 62)} is not a canonical IPv4 address")
         return host
     if len(host) > 253 or not all(_LABEL.match(label) for label in labels):
-        raise refuse(f"URL host {host[:60]!r} is not a valid host name")
+        raise refuse(f"URL host {excerpt(repr(host), 62)} is not a valid host name")
     return host

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from media_crawler.config import CrawlConfig
 from media_crawler.models import platform_names
 from media_crawler.store.reports import platform_signals
-from media_crawler.scrub import scrub_text
+from media_crawler.scrub import excerpt
 from media_crawler.observe.status import disk_usage
 from media_crawler.store.blob_store import open_blob_store
 from media_crawler.store.database import Engine
@@ -55,7 +55,7 @@ def _timed(check: Callable[[], Any]) -> tuple[bool, str, float]:
         return True, str(detail or "ok"), (time.monotonic() - started) * 1000
     except Exception as exc:  # any failure is the answer, not a crash of the probe
         text = str(exc) if isinstance(exc, CheckFailed) else f"{type(exc).__name__}: {exc}"
-        return False, scrub_text(text)[:300], (time.monotonic() - started) * 1000
+        return False, excerpt(text, 300), (time.monotonic() - started) * 1000
 
 
 def live(engine: Engine) -> ProbeResult:

@@ -16,7 +16,7 @@ from media_crawler.models import platform_names
 from media_crawler.observe import wait_summary
 from media_crawler.store.reports import counts, delays, platform_signals, waiting
 from media_crawler.timestamps import utc_timestamp
-from media_crawler.scrub import scrub_text
+from media_crawler.scrub import excerpt
 from media_crawler.store.database import Engine
 from media_crawler.store.urls import display_url
 
@@ -56,7 +56,7 @@ def build_status(engine: Engine, config: CrawlConfig, now: float, *, instance=No
             view = dagster_runs.runs_in_flight(instance)
             dagster = dagster_runs.dagster_status(instance, now, view)
         except Exception as exc:  # run storage unreachable: the ledger's part still answers
-            view, dagster = None, {"available": False, "reason": scrub_text(f"{type(exc).__name__}: {exc}")[:300]}
+            view, dagster = None, {"available": False, "reason": excerpt(f"{type(exc).__name__}: {exc}", 300)}
     # Per partition only where Dagster holds a run for one (refine_with_runs), else per platform and reason.
     days = wait_summary.partition_days(view.queued_partitions, view.running_partitions) if view else set()
     wait_rows = waiting.waiting(engine, now, binding, partitions=days)

@@ -19,6 +19,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from media_crawler.platform_spec import PlatformSpec
+from media_crawler.scrub import register_signature_params
 
 if TYPE_CHECKING:
     from media_crawler.platforms.base import ApiTransport, PlatformAdapter, PlatformSettings
@@ -59,6 +60,8 @@ def specs() -> dict[str, PlatformSpec]:
                 continue  # the same distribution found twice on sys.path
             raise RegistryError(f"platform {spec.name!r} is registered twice ({point.value})")
         found[spec.name] = spec
+    for spec in found.values():
+        register_signature_params(spec.signature_params)
     return found
 
 

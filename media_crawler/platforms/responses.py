@@ -12,7 +12,7 @@ from media_crawler.errors import CrawlError, ErrorClass, status_error
 from media_crawler.http import parse_retry_after
 from media_crawler.platforms.base import ApiResponse
 from media_crawler.platforms.safe_json import clean_text, loads, preview
-from media_crawler.scrub import scrub_text
+from media_crawler.scrub import excerpt, scrub_text
 
 RAW_BODY_LIMIT = 4096  # what a parse_error keeps of the body for the person who looks
 
@@ -31,14 +31,14 @@ def header(headers: Mapping[str, str] | None, name: str) -> str | None:
 
 
 def parse_error(platform: str, message: str, raw_body: Any = None, secrets: Iterable[str] = ()) -> CrawlError:
-    """A parse_error carrying (a scrubbed prefix of) the raw body, which the
+    """A parse_error carrying (a prefix of the scrubbed) raw body, which the
     pipeline stores for whoever investigates the schema drift.
 
     `raw_body` is the answer's text or the decoded object (rendered as JSON,
     whatever its depth); both end up valid UTF-8."""
     error = CrawlError(ErrorClass.PARSE_ERROR, f"{platform}: {scrub_text(clean_text(message), secrets)}")
-    body = preview(raw_body, RAW_BODY_LIMIT) if raw_body is not None and raw_body != "" else None
-    error.raw_body = scrub_text(body, secrets) if body else None  # type: ignore[attr-defined]
+    body = preview(raw_body, RAW_BODY_LIMIT, secrets) if raw_body is not None and raw_body != "" else None
+    error.raw_body = body or None  # type: ignore[attr-defined]
     return error
 
 
@@ -57,7 +57,7 @@ def decode_json(platform: str, response: ApiResponse, secrets: Iterable[str] = (
     try:
         return loads(response.text)
     except (ValueError, TypeError) as exc:
-        snippet = (response.text or "")[:80].replace("\n", " ") if isinstance(response.text, str) else ""
+        snippet = excerpt(response.text, 80, secrets).replace("\n", " ") if isinstance(response.text, str) else ""
         raise parse_error(
             platform, f"HTTP {response.status} body from {response.url} is not JSON ({_reason(exc)}): {snippet!r}",
             response.text if isinstance(response.text, str) else None, secrets,
@@ -65,4 +65,4 @@ def decode_json(platform: str, response: ApiResponse, secrets: Iterable[str] = (
 
 
 def _reason(exc: Exception) -> str:
-    return clean_text(str(exc))[:120]
+    return clean_text(excerpt(str(exc), 120))

@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Iterable
+
+from media_crawler.scrub import excerpt
 
 MAX_DEPTH = 200  # API answers nest about ten levels; 200 leaves room and keeps every walker off the recursion limit
 MAX_NODES = 5_000_000  # a walk never loops on a (non-JSON) self-referencing object
@@ -143,11 +145,12 @@ def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
     return bool(stack)  # budget spent: treat as too deep (only a non-JSON object gets here)
 
 
-def preview(value: Any, limit: int = 4096) -> str:
+def preview(value: Any, limit: int = 4096, secrets: Iterable[str] = ()) -> str:
     """A readable, storable prefix of `value` for a parse_error's raw body: JSON
-    when it serializes, else repr; never raises (deep or odd objects included)."""
+    when it serializes, else repr; never raises (deep or odd objects included).
+    Scrubbed (with `secrets` too) before it is cut: scrub.excerpt."""
     if isinstance(value, str):
-        return clean_text(value[:limit])
+        return clean_text(excerpt(value, limit, secrets))
     if depth_exceeds(value):
         return f"<{type(value).__name__} nested deeper than {MAX_DEPTH} levels>"
     try:
@@ -157,7 +160,7 @@ def preview(value: Any, limit: int = 4096) -> str:
             text = repr(value)
         except (ValueError, RecursionError):  # pragma: no cover - a repr that fails
             text = f"<unprintable {type(value).__name__}>"
-    return clean_text(text[:limit])
+    return clean_text(excerpt(text, limit, secrets))
 
 
 def _refuse_constant(name: str) -> Any:
@@ -167,5 +170,5 @@ def _refuse_constant(name: str) -> Any:
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise JsonRefused(f"number {text[:40]} overflows a double")
+        raise JsonRefused(f"number {excerpt(text, 40)} overflows a double")
     return value

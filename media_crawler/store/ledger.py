@@ -16,7 +16,7 @@ from sqlalchemy import and_, bindparam, func, or_, select, update
 from media_crawler.errors import CrawlError, FinalState
 from media_crawler.models import ItemError, Lease, MediaRecord, iso_utc
 from media_crawler.crashpoints import MID_LEDGER_BATCH, crash_point
-from media_crawler.scrub import mask_secrets, scrub_text, scrub_url
+from media_crawler.scrub import excerpt, mask_secrets, scrub_url
 from media_crawler.store import schema
 from media_crawler.store.database import get_engine, lock_ids_in_order, lock_rows_in_id_order, migrate
 
@@ -317,8 +317,8 @@ class Ledger:
         with self.engine.begin() as conn:
             conn.execute(schema.feed_errors.insert().values(
                 source_key=source_key, day=day, platform=platform, error_class=error.error_class.value,
-                platform_code=error.platform_code, message=scrub_text(error.message)[:2000],
-                raw_body=(raw_body or None) and scrub_text(raw_body[:100_000]), run_id=run_id, at=time.time()))
+                platform_code=error.platform_code, message=excerpt(error.message, 2000),
+                raw_body=(raw_body or None) and excerpt(raw_body, 100_000), run_id=run_id, at=time.time()))
 
     def record_item_errors(self, *, source_key: str, day: str, errors: Sequence[ItemError],
                            run_id: str | None = None) -> None:
@@ -330,8 +330,8 @@ class Ledger:
         with self.engine.begin() as conn:
             conn.execute(schema.feed_errors.insert(), [{
                 "source_key": source_key, "day": day, "platform": error.platform, "error_class": error.error_class,
-                "platform_code": error.platform_code, "message": scrub_text(error.message)[:2000],
-                "item_id": scrub_text(error.item_id or "")[:200], "run_id": run_id, "at": now} for error in errors])
+                "platform_code": error.platform_code, "message": excerpt(error.message, 2000),
+                "item_id": excerpt(error.item_id, 200), "run_id": run_id, "at": now} for error in errors])
 
     def resolve_feed_errors(self, *, source_key: str, day: str) -> None:
         F = schema.feed_errors

@@ -21,6 +21,7 @@ from media_crawler import errors
 from media_crawler.errors import CrawlError
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, DOWNLOADED, RETRY_WAIT, VERIFIED
 from media_crawler.store.waits import halted_values, retry_values
+from media_crawler.scrub import excerpt
 
 
 class Transition(Protocol):
@@ -101,7 +102,7 @@ class FailedAttempt:
         return {"state": state, "attempts": self.attempts,
                 "next_attempt_at": self.retry_at if state == RETRY_WAIT else None,
                 "error_class": self.error.error_class.value, "error_code": self.error.platform_code,
-                "error_message": self.error.message[:2000], "failed_at": self.failed_at, **_LEASE_ENDED}
+                "error_message": excerpt(self.error.message, 2000), "failed_at": self.failed_at, **_LEASE_ENDED}
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from PIL import Image, UnidentifiedImageError
 from PIL import GifImagePlugin, JpegImagePlugin, MpoImagePlugin, PngImagePlugin, WebPImagePlugin  # noqa: F401
 
 from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.scrub import excerpt
 
 DEFAULT_MAX_PIXELS = 100_000_000
 # One frame decoded in full only up to this many pixels (~64 MB as RGBA).
@@ -93,7 +94,7 @@ def verify_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXEL
     except MemoryError:
         raise CrawlError(ErrorClass.TOO_LARGE, "image needs more memory to decode than this process has") from None
     except Exception as exc:  # noqa: BLE001 - any decoder failure (IndexError, KeyError, ...) is corrupt media
-        raise corrupt(f"image does not decode: {type(exc).__name__}: {str(exc)[:200]}") from None
+        raise corrupt(f"image does not decode: {type(exc).__name__}: {excerpt(str(exc), 200)}") from None
     return ImageInfo(MEDIA_TYPES[image_format], width, height, frames)
 
 

@@ -39,8 +39,8 @@ EXPECTED = {
     "facebook/page_posts_paging_p1.json": (0, 0, 0),
     "facebook/post_attachments_album_subattachments.json": (0, 7, 0),
     "facebook/video_source_by_id.json": (0, 1, 0),
-    "facebook/video_object_fields.json": (0, 0, 1),
-    "facebook/page_videos_p1.json": (0, 0, 3),
+    "facebook/video_object_fields.json": (0, 0, 0),  # no source: a note, the crawl asks again
+    "facebook/page_videos_p1.json": (0, 0, 0),  # entries without source: notes (test_real_answers.py)
     "facebook/error_100_33_object_not_found_deleted_or_private.json": (1, 0, 0),
     "facebook/error_100_missing_permission.json": (1, 0, 0),
     "facebook/error_100_pages_public_content_access.json": (1, 0, 0),

@@ -5,9 +5,9 @@ import pytest
 import requests
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.platforms.registry import ADAPTERS, build_adapter
+from media_crawler.platforms.registry import ADAPTERS, build_adapter, specs
 from media_crawler.platforms.base import PlatformSettings
-from media_crawler.scrub import scrub_text, scrub_url
+from media_crawler.scrub import identity_url, scrub_text, scrub_url
 from media_crawler.platforms.transport import RequestsTransport
 
 FAKE_TOKEN = "EAAB-fake-token-1234567890"
@@ -21,12 +21,15 @@ FAKE_TOKEN = "EAAB-fake-token-1234567890"
         ("https://api.bilibili.com/x/player/wbi/playurl?bvid=BV1&w_rid=ff&wts=1", "https://api.bilibili.com/x/player/wbi/playurl?bvid=BV1&wts=1"),
         ("https://upos.bilivideo.com/a.m4s?deadline=9&upsig=abc&uparams=e,deadline", "https://upos.bilivideo.com/a.m4s?deadline=9&uparams=e,deadline"),
         ("https://f.video.weibocdn.com/o0/x.mp4?label=mp4_hd&Expires=1&ssig=abc&KID=k", "https://f.video.weibocdn.com/o0/x.mp4?label=mp4_hd&Expires=1&KID=k"),
-        ("https://scontent.xx.fbcdn.net/v/a.jpg?_nc_cat=6&oh=00_ab&oe=65EF", "https://scontent.xx.fbcdn.net/v/a.jpg?_nc_cat=6&oe=65EF"),
+        # oe: Facebook declares it a signature parameter (PlatformSpec.signature_params)
+        ("https://scontent.xx.fbcdn.net/v/a.jpg?_nc_cat=6&oh=00_ab&oe=65EF", "https://scontent.xx.fbcdn.net/v/a.jpg?_nc_cat=6"),
+        ("https://cdn.test/a.jpg?w=1&auth_key=1-0-abc&signature=s&sig=g&Policy=p&Key-Pair-Id=k", "https://cdn.test/a.jpg?w=1"),
         ("https://user:pw@example.test/p?SESSDATA=s&sign=x&client_secret=y&X-Amz-Signature=z&keep=1", "https://example.test/p?keep=1"),
         ("https://example.test/plain", "https://example.test/plain"),
     ],
 )
 def test_scrub_url(url, expected):
+    specs()  # the registry registers the platforms' signature parameters
     assert scrub_url(url) == expected
 
 
@@ -106,3 +109,24 @@ def test_registry_builds_every_platform():
         assert adapter.name == name
     with pytest.raises(ValueError):
         build_adapter("myspace", PlatformSettings(), None)
+
+
+@pytest.mark.parametrize(
+    ("url", "identity"),
+    [
+        ("https://cdn.test/a.jpg?w=1&auth_key=1700000000-0-0-9f&signature=s", "https://cdn.test/a.jpg?w=1"),
+        ("https://b.s3.test/k.mp4?X-Amz-Signature=ab&X-Amz-Credential=c&v=2", "https://b.s3.test/k.mp4?v=2"),
+        ("https://d.cloudfront.test/v.mp4?Policy=p&Signature=s&Key-Pair-Id=k", "https://d.cloudfront.test/v.mp4"),
+        ("https://cdn.test/a.jpg?sig=1&token=t#frag", "https://cdn.test/a.jpg#frag"),
+        # kept as written, not re-encoded: an unsigned URL is the identity it always had
+        ("https://cdn.test/a%2Cb.jpg?x=1%2C2&y", "https://cdn.test/a%2Cb.jpg?x=1%2C2&y"),
+        ("http://[]", "http://[]"),
+    ],
+)
+def test_identity_url_drops_signatures_only(url, identity):
+    assert identity_url(url) == identity
+
+
+def test_identity_url_drops_the_parameters_a_platform_declares():
+    url = "https://video.xx.fbcdn.net/v/a.mp4?efg=e&_nc_ht=h&oh=00_AfB&oe=65EF1A2B"
+    assert identity_url(url, ("oh", "oe")) == "https://video.xx.fbcdn.net/v/a.mp4?efg=e&_nc_ht=h"

@@ -27,7 +27,8 @@ def test_items_become_file_records_keyed_by_sha256():
     a, b, c = normalize_feed(body, FEED)
     assert (a.item_id, a.variant, a.kind, a.expected_sha256, a.expected_size) == (SHA, "file", "image", SHA, 10)
     assert b.media_url == "http://127.0.0.1:9/media/b.mp4?token=secret1&x=1"
-    assert b.item_id == hashlib.sha256(b.media_url.encode()).hexdigest()
+    # identity: the URL without its credential and signature parameters (scrub.identity_url)
+    assert b.item_id == hashlib.sha256(b"http://127.0.0.1:9/media/b.mp4?x=1").hexdigest()
     assert b.canonical_url == "http://127.0.0.1:9/media/b.mp4?x=1"  # identity never carries a token
     assert (b.kind, b.expected_size, b.meta["title"]) == ("video", 20, "clip")
     assert c.kind == "audio" and c.published_at is None

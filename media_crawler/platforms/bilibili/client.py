@@ -75,7 +75,7 @@ class BilibiliAdapter(PlatformAdapter):
         newest.save()
 
     def _video_records(self, entry: Mapping[str, Any]) -> Iterator[FeedItem]:
-        bvid = as_str(entry.get("bvid"))
+        bvid = normalize.video_bvid(entry)
         yield from guarded(PLATFORM, bvid, lambda: normalize.cover_from_entry(entry))
         if not bvid:
             return

@@ -12,6 +12,7 @@ from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.platforms.base import ApiResponse
 from media_crawler.platforms.fields import as_int, as_str
 from media_crawler.platforms.responses import decode_json, http_status_error, parse_error
+from media_crawler.scrub import excerpt
 
 PLATFORM = "bilibili"
 
@@ -29,7 +30,7 @@ def classify_envelope(body: Any, endpoint: str = "") -> CrawlError | None:
         return parse_error(PLATFORM, f"{endpoint or 'response'} is not a {{code, data}} envelope", body)
     code = envelope_code(body["code"])
     if code is None:
-        what = f"{endpoint or 'response'} has a code that is not a 64-bit integer: {body['code']!r:.80}"
+        what = f"{endpoint or 'response'} has a code that is not a 64-bit integer: {excerpt(repr(body['code']), 80)}"
         return parse_error(PLATFORM, what, body)
     if code == 0:
         return None

@@ -28,6 +28,7 @@ from media_crawler.platforms.bilibili.quality import (
 from media_crawler.platforms.fields import (
     as_float, as_int, as_list, as_size, as_str, compact, dig, from_unix, https_on, require,
 )
+from media_crawler.platforms.bilibili.ids import aid_to_bvid
 from media_crawler.platforms.items import guarded
 
 PLATFORM = "bilibili"
@@ -84,8 +85,22 @@ def entry_published_at(entry: Mapping[str, Any]) -> datetime | None:
     return from_unix(entry.get("created"))
 
 
+def video_bvid(data: Any) -> str | None:
+    """The video's bvid: as given, else the one its `aid` encodes to (answers from
+    before bvids existed name the aid only); None when it names neither."""
+    if not isinstance(data, Mapping):
+        return None
+    if data.get("bvid") not in (None, ""):
+        return as_str(data.get("bvid"))  # a bvid of another type is drift: None, refused by the caller
+    aid = as_int(data.get("aid"))
+    try:
+        return aid_to_bvid(aid) if aid is not None else None
+    except ValueError:
+        return None
+
+
 def entry_meta(entry: Mapping[str, Any]) -> dict[str, Any]:
-    bvid = as_str(entry.get("bvid"))
+    bvid = video_bvid(entry)
     return compact(
         title=as_str(entry.get("title")),
         text=as_str(entry.get("description")),
@@ -97,14 +112,14 @@ def entry_meta(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def cover_from_entry(entry: Mapping[str, Any]) -> list[MediaRecord]:
-    bvid = require(as_str(entry.get("bvid")), "vlist[].bvid")
+    bvid = require(video_bvid(entry), "vlist[].bvid (or aid)")
     return [cover_record(bvid, require(as_str(entry.get("pic")), "vlist[].pic"), entry_published_at(entry), entry_meta(entry))]
 
 
 def covers_from_arc_search(data: Any) -> list[FeedItem]:
     items: list[FeedItem] = []
     for entry in arc_search_entries(data):
-        items += guarded(PLATFORM, as_str(entry.get("bvid")), lambda entry=entry: cover_from_entry(entry))
+        items += guarded(PLATFORM, video_bvid(entry), lambda entry=entry: cover_from_entry(entry))
     return items
 
 
@@ -143,7 +158,7 @@ def stream_url(url: str) -> str:
 # -- one video (x/web-interface/view, x/player/pagelist) ---------------------------------
 
 def video_info_from_view(data: Any) -> VideoInfo:
-    bvid = require(as_str(dig(data, "bvid")), "data.bvid")
+    bvid = require(video_bvid(data), "data.bvid (or data.aid)")
     published_at = from_unix(data.get("pubdate"))
     meta = compact(
         title=as_str(data.get("title")),

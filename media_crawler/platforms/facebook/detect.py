@@ -30,9 +30,15 @@ def normalize(
 def _facebook_node(node: Any, note: Note) -> list[FeedItem]:
     if not isinstance(node, dict):
         return [ItemError(facebook.PLATFORM, "parse_error", "facebook: data[] entry is not an object")]
-    is_video = "attachments" not in node and any(key in node for key in ("source", "format", "length"))
-    if is_video:
-        return facebook.normalize_video_node(node)
+    if facebook.is_video_entry(node):
+        video_id = facebook.video_entry_missing_source(node)
+        if video_id is None:
+            return facebook.normalize_video_node(node)
+        # A /videos entry (or a node fetched without `source`) is no drift either: the
+        # crawl asks the video's node, and Graph may sign no source for it at all.
+        note({"shape": "facebook video without source", "item_id": video_id,
+              "message": f"the crawl takes its source from GET /{video_id}?fields={facebook.VIDEO_FIELDS}"})
+        return []
     # A video the posts edge listed without `source` is no drift: the crawl
     # completes it from its own node (client.py `_video_from_node`).
     from_node = set(facebook.videos_missing_source(node))

@@ -23,7 +23,7 @@ from media_crawler.http import parse_retry_after
 from media_crawler.platforms.base import ApiResponse
 from media_crawler.platforms.fields import as_int, as_str
 from media_crawler.platforms.responses import decode_json, header, http_status_error
-from media_crawler.scrub import scrub_text
+from media_crawler.scrub import excerpt, scrub_text
 
 PLATFORM = "facebook"
 
@@ -59,7 +59,7 @@ def classify_error(
     error = body["error"]
     code = as_int(error.get("code"))
     subcode = as_int(error.get("error_subcode"))
-    platform_code = (f"{code}/{subcode}" if subcode else str(code))[:PLATFORM_CODE_LIMIT]
+    platform_code = excerpt(f"{code}/{subcode}" if subcode else str(code), PLATFORM_CODE_LIMIT)
     text = as_str(error.get("message")) or ""
     message = scrub_text(f"({as_str(error.get('type')) or 'error'} #{platform_code}) {text}", secrets)
     error_class = _error_class(code, subcode, error.get("is_transient") is True, text)

@@ -25,6 +25,9 @@ SITE = "https://www.facebook.com"
 ATTACHMENT_FIELDS = "attachments{media_type,type,media,target,url,title,subattachments}"
 POST_FIELDS = f"id,created_time,message,permalink_url,from,{ATTACHMENT_FIELDS}"
 VIDEO_FIELDS = "source,permalink_url,length,format"
+# The /{page-id}/videos edge: `source` is asked for, but Graph leaves it out of edge
+# entries it will not sign there (the crawl then asks the video's own node).
+VIDEO_EDGE_FIELDS = "id,created_time,title,description,length,permalink_url,source"
 VIDEO_TYPES = frozenset({"video", "video_inline", "video_autoplay", "video_share_youtube_inline", "animated_image_video"})
 PHOTO_TYPES = frozenset({"photo", "cover_photo", "profile_media", "album"})
 MEDIA_HOSTS = ("fbcdn.net",)
@@ -143,6 +146,20 @@ def videos_missing_source(post: Mapping[str, Any]) -> list[str]:
         if attachment_kind(attachment) == "video" and not as_str(dig(attachment, "media", "source"))
         and (target_id := as_str(dig(attachment, "target", "id"))) and is_graph_id(target_id)
     ]
+
+
+def is_video_entry(node: Any) -> bool:
+    """A video node or /videos edge entry (not a post: no attachments, video fields)."""
+    return (isinstance(node, Mapping) and "attachments" not in node
+            and any(key in node for key in ("source", "format", "length")))
+
+
+def video_entry_missing_source(node: Any) -> str | None:
+    """The id of a video entry answered without `source` (its own node may have it)."""
+    if not is_video_entry(node) or as_str(node.get("source")):
+        return None
+    video_id = as_str(node.get("id"))
+    return video_id if video_id and is_graph_id(video_id) else None
 
 
 def normalize_video_node(node: Mapping[str, Any]) -> list[FeedItem]:

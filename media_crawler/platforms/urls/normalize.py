@@ -2,7 +2,7 @@
 
 The only platform without ids of its own: an item is its `sha256` when the
 feed gives one (the same file listed at two URLs is one item), else the
-sha256 of its URL. Optional per item: `type`/`kind` (image|video|audio or a
+sha256 of its URL without signature parameters (scrub.identity_url). Optional per item: `type`/`kind` (image|video|audio or a
 MIME type), `published_at` (ISO 8601 or unix seconds), `title`.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from media_crawler.platforms.fields import (
     MissingField, as_list, as_size, as_str, compact, from_unix, parse_iso, require,
 )
 from media_crawler.platforms.items import guarded
-from media_crawler.scrub import scrub_url
+from media_crawler.scrub import excerpt, identity_url, scrub_url
 
 PLATFORM = "urls"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -99,10 +99,11 @@ def item_record(item: Mapping[str, Any], feed_url: str) -> MediaRecord:
     url = item_url(feed_url, require(as_str(item.get("url")), "items[].url"))
     sha256 = (as_str(item.get("sha256")) or "").lower() or None
     if sha256 is not None and not _SHA256.match(sha256):
-        raise MissingField(f"items[].sha256 {sha256[:16]!r} is not a sha256 hex digest")
+        raise MissingField(f"items[].sha256 {excerpt(repr(sha256), 18)} is not a sha256 hex digest")
     return MediaRecord(
         platform=PLATFORM,
-        item_id=sha256 or hashlib.sha256(url.encode()).hexdigest(),
+        # A re-signed URL is the same file: its signature parameters are no part of its identity.
+        item_id=sha256 or hashlib.sha256(identity_url(url).encode()).hexdigest(),
         variant="file",
         kind=guess_kind(url, item.get("type") or item.get("kind")),
         canonical_url=scrub_url(url),  # a signed feed URL must not become a logged identity
@@ -127,6 +128,6 @@ def _shown(url: str | None) -> str | None:
     if not url:
         return None
     try:
-        return scrub_url(url)[:500]
+        return excerpt(scrub_url(url), 500)
     except ValueError:  # pragma: no cover - scrub_url keeps what it cannot parse
         return None

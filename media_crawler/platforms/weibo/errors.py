@@ -15,6 +15,7 @@ from media_crawler.platforms.base import ApiResponse
 from media_crawler.platforms.fields import as_int, as_str
 from media_crawler.platforms.responses import decode_json, http_status_error, parse_error
 from media_crawler.platforms.weibo.posts import PLATFORM
+from media_crawler.scrub import excerpt
 
 Verdict = Literal["ok", "end"]
 
@@ -42,7 +43,7 @@ def classify_body(body: Any) -> Verdict:
             raise CrawlError(ErrorClass.NOT_FOUND, f"ok:0 {message}".strip(), platform_code=errno or 0)
         if any(text in message for text in END_OF_LIST_MESSAGES) or not message:
             return "end"
-    raise parse_error(PLATFORM, f"unexpected answer ok={body.get('ok')!r:.80} {message[:200]}".strip(), body)
+    raise parse_error(PLATFORM, f"unexpected answer ok={excerpt(repr(body.get('ok')), 80)} {excerpt(message, 200)}".strip(), body)
 
 
 def classify_answer(body: Any) -> CrawlError | None:

@@ -16,7 +16,7 @@ from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.engine import Engine
 
 from media_crawler.timestamps import utc_timestamp
-from media_crawler.scrub import scrub_text, scrub_url
+from media_crawler.scrub import scrub_url
 from media_crawler.shown import clipped
 from media_crawler.store import schema
 
@@ -170,7 +170,7 @@ def _fill_item_samples(conn, groups: dict[tuple, FailureGroup], filters: list) -
     for group_key, group in groups.items():
         found = samples.get(group_key, [])
         group.canonical_urls = [scrub_url(row.canonical_url) for row in found]
-        group.sample_message = next((clipped(scrub_text(row.error_message), SAMPLE_CHARS) for row in found if row.error_message), None)
+        group.sample_message = next((clipped(row.error_message, SAMPLE_CHARS) for row in found if row.error_message), None)
         group.run_ids = sorted(runs.get(group_key, []))
 
 
@@ -212,7 +212,7 @@ def _feed_groups(engine: Engine, since: float | None, platform: str | None) -> l
         rows = pages.get((platform_name, error_class), [])
         # A page has no item URL: name the partition (source and day) instead, once each.
         group.canonical_urls = list(dict.fromkeys(f"{row.source_key} {row.day}" for row in rows))[:SAMPLE_URLS]
-        group.sample_message = next((clipped(scrub_text(row.message), SAMPLE_CHARS) for row in rows if row.message), None)
+        group.sample_message = next((clipped(row.message, SAMPLE_CHARS) for row in rows if row.message), None)
         group.run_ids = sorted(runs.get((platform_name, error_class), []))
         groups.append(group)
     return groups
