@@ -53,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
         print("media-crawler failures: --limit must be 0 (all) or more", file=sys.stderr)
         return 2
     config = observed_config(args.config)
+    from media_crawler.observe.read_from import read_from, read_from_line
+
+    print(read_from_line(read_from(config)), file=sys.stderr)
     report = failure_report(Ledger(config.ledger_url).engine, now=now, since=since, platform=args.platform,
                             limit=args.limit or None)
     if args.json:
