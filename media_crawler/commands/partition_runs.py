@@ -18,6 +18,7 @@ and MEDIA_CRAWLER_DEBUG=1 brings it back).
 from __future__ import annotations
 
 import multiprocessing
+import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,8 @@ def _start_worker(config_path: str) -> None:
     from media_crawler.observe.logging import configure
 
     global _WORKER
+    # As cli.main does in the crawl's own process: Dagster flags dagster.yaml's python_logs as beta on every run.
+    warnings.filterwarnings("ignore", message=".*yaml-defined logging configuration.*")
     configure()
     _WORKER = PartitionRunner(config_path, DagsterInstance.get())
 
