@@ -65,7 +65,6 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
     every shard holding a configured source) for each day, up to `workers` at once
     (default: the config's `workers`). Bad days, shards or sources raise UsageError first.
     progress_sinks: where partitions done/total, bytes, rate and ETA go (observe/progress.py)."""
-    from media_crawler.commands.empty_shards import record_empty_shards
     from media_crawler.commands.partition_runs import run_partitions
     from media_crawler.dagster_home import local_instance
     from media_crawler.observe.progress import Progress
@@ -86,7 +85,6 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
     grouped = {shard: tuple(members) for shard, members in sorted(config.layout.group(keys).items())
                if shard in selected}
     jobs = [PartitionJob(shard, day, members) for day in selection.days for shard, members in grouped.items()]
-    record_empty_shards(instance, config, selection.days)
     progress = Progress("crawl", len(jobs), unit="partitions", sinks=progress_sinks or [])
     outcome = CrawlOutcome(partial_days=selection.partial)
     outcome.partitions = run_partitions(config_path, instance, jobs, workers, raise_on_error=raise_on_error,
@@ -114,14 +112,21 @@ def outcome_lines(outcome: CrawlOutcome) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from media_crawler.commands.empty_shards import empty_shards_recorded
     from media_crawler.observe.logging import configure
     from media_crawler.observe.progress import default_sinks
 
     configure()
     config = load_config(args.config)
+    # Checked here too, before the empty shards' thread touches the Dagster home.
     days = check_days(args.day, args.days, config).days
-    outcome = crawl(args.config, days, args.source, progress_sinks=default_sinks(), shards=args.shard or None,
-                    workers=args.workers)
+    check_sources(args.source, config)
+    check_shards(args.shard, config)
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be 1 or more, not {args.workers}")
+    with empty_shards_recorded(config, days):
+        outcome = crawl(args.config, days, args.source, progress_sinks=default_sinks(), shards=args.shard or None,
+                        workers=args.workers)
     for line in outcome_lines(outcome):
         print(line, file=sys.stderr)
     return 1 if outcome.failed else 0

@@ -23,6 +23,7 @@ from media_crawler_tests.recovery.support import write_recovery_config
 
 EMPTY_DAY = "2026-11-20"  # the simulator's demo world publishes on 2026-11-25 to 2026-11-27 only
 SOURCE = {"bilibili": "user 12345"}
+FEW_SHARDS = {"shards": 2}  # 8 shards in all: Dagster records each empty one's partitions one by one (~70 ms each)
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def no_dagster_home(monkeypatch):
 
 def test_a_day_with_nothing_published_is_said_per_source_and_empty_shards_are_done(
         crawl_home, simulator, no_dagster_home, capfd):
-    config_path = write_recovery_config(crawl_home, simulator, sources=[SOURCE])
+    config_path = write_recovery_config(crawl_home, simulator, sources=[SOURCE], partitions=FEW_SHARDS)
     assert cli_main(["crawl", "--config", str(config_path), "--day", EMPTY_DAY]) == 0
     err = capfd.readouterr().err
     assert f"nothing published on {EMPTY_DAY} by 1 of 1 source(s): bilibili-12345" in err
@@ -42,14 +43,14 @@ def test_a_day_with_nothing_published_is_said_per_source_and_empty_shards_are_do
     with DagsterInstance.from_config(str(crawl_home / "dagster_home")) as instance:
         done = instance.get_materialized_partitions(AssetKey("committed_media"))
     shards = empty_shards(config)
-    assert len(shards) == len(config.layout.shard_keys()) - 1
+    assert len(shards) == len(config.layout.shard_keys()) - 1 == 7
     assert {f"{EMPTY_DAY}|{shard}" for shard in shards} <= done
     assert f"{EMPTY_DAY}|{config.layout.shard_of(config.sources[0])}" in done  # crawled: its run succeeded
 
 
 def test_reports_read_the_home_crawl_wrote_and_say_which(crawl_home, simulator, no_dagster_home, monkeypatch, capfd,
                                                          tmp_path):
-    config_path = write_recovery_config(crawl_home, simulator, sources=[SOURCE])
+    config_path = write_recovery_config(crawl_home, simulator, sources=[SOURCE], partitions=FEW_SHARDS)
     assert cli_main(["crawl", "--config", str(config_path), "--day", "2026-11-27"]) == 0
     monkeypatch.delenv("DAGSTER_HOME")  # a new shell: only MEDIA_CRAWLER_HOME, as after `make demo`
     capfd.readouterr()
@@ -79,7 +80,8 @@ def test_reports_read_the_home_crawl_wrote_and_say_which(crawl_home, simulator, 
 
 
 def test_a_failed_partition_is_one_line_without_a_stack_trace(crawl_home, simulator, no_dagster_home, capfd):
-    config_path = write_recovery_config(crawl_home, simulator, sources=[{"bilibili": f"user {BROKEN_FEED_MID}"}])
+    config_path = write_recovery_config(crawl_home, simulator, sources=[{"bilibili": f"user {BROKEN_FEED_MID}"}],
+                                        partitions=FEW_SHARDS)
     assert cli_main(["crawl", "--config", str(config_path), "--day", "2026-11-27"]) == 1
     out, err = capfd.readouterr()
     assert "Stack Trace" not in out and "Stack Trace" not in err and "Traceback" not in err
