@@ -8,16 +8,12 @@ MEDIA_CRAWLER_DEBUG=1.
 """
 from __future__ import annotations
 
-import os
+from media_crawler.config import debug_enabled
 
-DEBUG_ENV = "MEDIA_CRAWLER_DEBUG"
+__all__ = ["debug_enabled", "exception_summary", "failure_message", "without_stack_trace"]
 _DAGSTER_TRACE_MARK = "\nStack Trace:"
 _CAUSE_MARKS = ("\nThe above exception was caused by", "\nThe above exception occurred during")
-_FAILURE_PREFIXES = ("dagster._core.definitions.events.Failure: ", "dagster._core.errors.")
-
-
-def debug_enabled() -> bool:
-    return os.environ.get(DEBUG_ENV) == "1"
+_FAILURE_PREFIX = "dagster._core.definitions.events.Failure: "  # how Dagster names our Failure in a step error
 
 
 def without_stack_trace(text: str) -> str:
@@ -38,6 +34,6 @@ def exception_summary(formatted: str) -> str:
 def failure_message(dagster_error_message: str) -> str:
     """A step failure's message as a person reads it: no trace, no `dagster._core...Failure: ` prefix."""
     text = without_stack_trace(dagster_error_message).strip()
-    if text.startswith(_FAILURE_PREFIXES[0]):
-        text = text[len(_FAILURE_PREFIXES[0]):]
+    if text.startswith(_FAILURE_PREFIX):
+        text = text[len(_FAILURE_PREFIX):]
     return text
