@@ -40,12 +40,14 @@ HEADER = """# `crawl --workers 4` against `--workers 1`
 Written by bench/crawl_workers.py (its docstring says how). One row per run; both
 crawls of a row ran in that run, one after the other, against the same simulator,
 each into a fresh home. `ratio` is wall(4 workers) / wall(1 worker): the target is
-<= 0.5. `same store`: both stores hold the same blobs.
+<= 0.5. `same store`: both stores hold the same blobs. `load` is the host's 1-minute
+load average when the run began: on a shared 2-core host the 4 workers' processes
+compete with everything else for the CPU that Dagster's per-run work needs, which
+is what keeps the ratio from the ideal (partitions / workers rounds).
 
-| when (UTC) | host | world | partitions | media latency | rates | 1 worker | 4 workers | ratio | same store |
-|---|---|---|---|---|---|---|---|---|---|
+| when (UTC) | host | load | world | partitions | media latency | rates | 1 worker | 4 workers | ratio | same store |
+|---|---|---|---|---|---|---|---|---|---|---|
 """
-
 
 def write_config(sim, home: Path, shards: int, rates: str) -> Path:
     from media_crawler.sim.server import write_sources_yaml
@@ -99,9 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     size = WorldSize(bilibili_users=args.accounts, weibo_users=args.accounts, facebook_pages=args.accounts,
                      url_lists=args.accounts)
     walls, stores = {}, {}
+    load = os.getloadavg()[0]
     with Simulator(seed=1, end_date=DAY, days=1, port=0, behaviour=Behaviour(media_latency_ms=args.latency_ms),
                    size=size) as sim, tempfile.TemporaryDirectory(prefix="mc-crawl-workers-") as scratch:
-        media = len(sim.truth()["media"])
+        posts = sim.truth()["posts"]
         for workers in (1, 4):
             home = Path(scratch) / f"workers{workers}"
             config = write_config(sim, home, args.shards, args.rates)
@@ -110,8 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--workers {workers}: {walls[workers]:.1f} s, {len(stores[workers])} blobs", file=sys.stderr)
     ratio = walls[4] / walls[1]
     same = bool(stores[1]) and stores[1] == stores[4]
-    row = (f"| {datetime.now(timezone.utc):%Y-%m-%d %H:%M} | {host.node()} ({os.cpu_count()} cores) "
-           f"| {args.accounts} accounts x 4 platforms, {media} media, 1 day | {4 * args.shards} "
+    row = (f"| {datetime.now(timezone.utc):%Y-%m-%d %H:%M} | {host.node()} ({os.cpu_count()} cores) | {load:.1f} "
+           f"| {args.accounts} accounts x 4 platforms, {posts} posts x 2 media, 1 day | {4 * args.shards} "
            f"| {args.latency_ms:g} ms | {args.rates} | {walls[1]:.1f} s | {walls[4]:.1f} s | **{ratio:.2f}x** "
            f"| {'yes' if same else 'NO'} ({len(stores[1])} blobs) |\n")
     if not args.out.exists():
