@@ -85,12 +85,30 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
     grouped = {shard: tuple(members) for shard, members in sorted(config.layout.group(keys).items())
                if shard in selected}
     jobs = [PartitionJob(shard, day, members) for day in selection.days for shard, members in grouped.items()]
+    jobs.sort(key=_platforms_alternate(grouped))
     progress = Progress("crawl", len(jobs), unit="partitions", sinks=progress_sinks or [])
     outcome = CrawlOutcome(partial_days=selection.partial)
-    outcome.partitions = run_partitions(config_path, instance, jobs, workers, raise_on_error=raise_on_error,
-                                        on_done=lambda done: progress.advance(bytes=done.committed_bytes))
+    outcome.partitions = sorted(
+        run_partitions(config_path, instance, jobs, workers, raise_on_error=raise_on_error,
+                       on_done=lambda done: progress.advance(bytes=done.committed_bytes)),
+        key=lambda partition: (partition.day, partition.shard))
     progress.close()
     return outcome
+
+
+def _platforms_alternate(grouped: dict[str, tuple[str, ...]]):
+    """Order partitions so that ones running at once are of different platforms where they can
+    be: each platform's rate budget is shared by every worker, so two partitions of one
+    platform side by side wait for each other's tokens, and partitions of two do not."""
+    from media_crawler.shards import shard_platform
+
+    rank: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    for shard in grouped:
+        platform = shard_platform(shard)
+        rank[shard] = seen.get(platform, 0)
+        seen[platform] = rank[shard] + 1
+    return lambda job: (job.day, rank[job.shard], job.shard)
 
 
 def outcome_lines(outcome: CrawlOutcome) -> list[str]:
