@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--day", action="append", default=[], help="UTC day YYYY-MM-DD (repeatable)")
     parser.add_argument("--days", type=int, default=1, help="the N days up to yesterday (default 1)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="partitions run at once, each in its own process (default: `workers` of sources.yaml)")
+                        help="partitions run at once, each in its own process "
+                             "(default: $MEDIA_CRAWLER_WORKERS, else `workers` of sources.yaml)")
 
 
 @dataclass
@@ -71,9 +72,7 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
     from media_crawler.recovery.runs import fail_dead_runs
 
     config = load_config(config_path)
-    workers = config.workers if workers is None else workers
-    if workers < 1:
-        raise UsageError(f"--workers must be 1 or more, not {workers}")
+    workers = default_workers(config) if workers is None else check_workers(workers)
     selection = check_days(days, 1, config)
     source_keys = check_sources(source_keys or [], config)
     shards = check_shards(shards or [], config)
@@ -94,6 +93,29 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
         key=lambda partition: (partition.day, partition.shard))
     progress.close()
     return outcome
+
+
+def default_workers(config: CrawlConfig) -> int:
+    """As the daemon's plan reads it (deploy/workers.py): MEDIA_CRAWLER_WORKERS, else `workers:`."""
+    from media_crawler.config import ConfigError, workers_override
+    from media_crawler.deploy.workers import MAX_WORKERS, WorkerPlan
+
+    override = workers_override()
+    if not override:
+        return config.workers
+    try:
+        return WorkerPlan(int(override)).workers
+    except ValueError:
+        raise ConfigError(f"MEDIA_CRAWLER_WORKERS must be a whole number from 1 to {MAX_WORKERS}, "
+                          f"not {override!r}") from None
+
+
+def check_workers(workers: int) -> int:
+    from media_crawler.deploy.workers import MAX_WORKERS
+
+    if not 1 <= workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be from 1 to {MAX_WORKERS}, not {workers}")
+    return workers
 
 
 def _platforms_alternate(grouped: dict[str, tuple[str, ...]]):
@@ -140,8 +162,8 @@ def run(args: argparse.Namespace) -> int:
     days = check_days(args.day, args.days, config).days
     check_sources(args.source, config)
     check_shards(args.shard, config)
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers must be 1 or more, not {args.workers}")
+    if args.workers is not None:
+        check_workers(args.workers)
     with empty_shards_recorded(config, days):
         outcome = crawl(args.config, days, args.source, progress_sinks=default_sinks(), shards=args.shard or None,
                         workers=args.workers)
