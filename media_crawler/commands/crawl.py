@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from media_crawler.commands.partition_runs import PartitionJob, PartitionOutcome
-from media_crawler.commands.selection import UsageError, check_days, check_shards, check_sources
+from media_crawler.commands.selection import DaySelection, UsageError, check_days, check_shards, check_sources
 from media_crawler.config import CrawlConfig, config_path_default, load_config
 
 __all__ = ["CrawlOutcome", "PartitionOutcome", "crawl", "prepare_home", "run"]
@@ -64,7 +64,7 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
           shards: list[str] | None = None, workers: int | None = None) -> CrawlOutcome:
     """Run the shard partitions holding `source_keys` (or the given `shards`; default:
     every shard holding a configured source) for each day, up to `workers` at once
-    (default: the config's `workers`). Bad days, shards or sources raise UsageError first.
+    (default: the config's `workers`; one when `instance` is given). Bad days, shards or sources raise UsageError first.
     progress_sinks: where partitions done/total, bytes, rate and ETA go (observe/progress.py)."""
     from media_crawler.commands.partition_runs import run_partitions
     from media_crawler.dagster_home import local_instance
@@ -73,9 +73,11 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
 
     config = load_config(config_path)
     workers = default_workers(config) if workers is None else check_workers(workers)
-    selection = check_days(days, 1, config)
+    selection = check_days(days, 1, config) if days else DaySelection([], [])
     source_keys = check_sources(source_keys or [], config)
     shards = check_shards(shards or [], config)
+    # The pool's processes open the instance DAGSTER_HOME names: a caller's own instance runs one at a time.
+    workers = workers if instance is None else 1
     instance = instance or local_instance()
     # Runs a killed predecessor left STARTED are failed first, so they read as failed, not running.
     fail_dead_runs(instance)

@@ -84,9 +84,10 @@ class PartitionRunner:
 def run_partitions(config_path: str | Path, instance, jobs: Sequence[PartitionJob], workers: int,
                    on_done: Callable[[PartitionOutcome], None], raise_on_error: bool = False) -> list[PartitionOutcome]:
     """Every job's outcome, in the jobs' order; `on_done` hears of each as it finishes.
-    One partition or one worker, or an instance other processes cannot open (an ephemeral
-    one, in tests): one after another in this process."""
-    if workers <= 1 or len(jobs) <= 1 or not getattr(instance, "is_persistent", False) or raise_on_error:
+    One partition or one worker (or raise_on_error, for tests): one after another in this
+    process, on `instance`. Otherwise the pool's processes open the instance DAGSTER_HOME
+    names, which must be `instance` (crawl sees to it)."""
+    if workers <= 1 or len(jobs) <= 1 or raise_on_error:
         runner = PartitionRunner(config_path, instance, raise_on_error)
         outcomes = []
         for job in jobs:
