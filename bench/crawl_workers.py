@@ -41,9 +41,9 @@ Written by bench/crawl_workers.py (its docstring says how). One row per run; bot
 crawls of a row ran in that run, one after the other, against the same simulator,
 each into a fresh home. `ratio` is wall(4 workers) / wall(1 worker): the target is
 <= 0.5. `same store`: both stores hold the same blobs. `load` is the host's 1-minute
-load average when the run began: on a shared 2-core host the 4 workers' processes
-compete with everything else for the CPU that Dagster's per-run work needs, which
-is what keeps the ratio from the ideal (partitions / workers rounds).
+load average when the run began (a shared 2-core host: the 4 workers' processes
+compete with whatever else runs). `default` rates: the platforms' own budgets, shared
+by all workers (Weibo's 3 requests/s is the tightest); `raised`: 1000/s, the workers alone.
 
 | when (UTC) | host | load | world | partitions | media latency | rates | 1 worker | 4 workers | ratio | same store |
 |---|---|---|---|---|---|---|---|---|---|---|
