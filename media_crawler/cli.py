@@ -21,6 +21,7 @@ COMMANDS = {
     "normalize": ("media_crawler.commands.normalize", "print the records a saved API response yields"),
     "fetch-urls": ("media_crawler.commands.fetch_urls", "download a plain URL list without Dagster"),
     "export": ("media_crawler.commands.export", "write the manifest of committed media as JSON lines"),
+    "sources": ("media_crawler.commands.sources", "list the configured sources: keys, shards, platforms"),
     # Observability (observe/): what is failing, where, since when.
     "failures": ("media_crawler.commands.failures", "failures grouped by platform, stage and error class"),
     "status": ("media_crawler.commands.status", "backlog, throughput, platform health, stage delays, disk"),
@@ -80,11 +81,14 @@ def report_failure(command: str, exc: Exception) -> int:
     import json
     import traceback
 
+    from media_crawler.commands.selection import UsageError
     from media_crawler.config import ConfigError
     from media_crawler.errors import CrawlError
     from media_crawler.scrub import excerpt, scrub_text
 
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, UsageError):
+        error_class, message, code = exc.error_class, str(exc), USAGE_EXIT
+    elif isinstance(exc, ConfigError):
         error_class, message, code = "config_error", str(exc), USAGE_EXIT
     elif isinstance(exc, CrawlError):
         error_class, message, code = exc.error_class.value, exc.message, DATA_EXIT

@@ -153,6 +153,11 @@ def dagster_home_env() -> Path | None:
     return Path(value) if value else None
 
 
+def debug_enabled() -> bool:
+    """MEDIA_CRAWLER_DEBUG=1: stack traces in the output (observe/traces.py)."""
+    return os.environ.get("MEDIA_CRAWLER_DEBUG") == "1"
+
+
 def workers_override() -> str | None:
     return os.environ.get(WORKERS_ENV) or None
 

@@ -13,21 +13,31 @@ import argparse
 import sys
 from pathlib import Path
 
-from media_crawler.config import config_path_default, dagster_home_env, load_config
+from media_crawler.config import config_path_default, load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--to", required=True, type=Path, help="backup folder (created; refreshed if it exists)")
     parser.add_argument("--config", default=config_path_default(), help="sources.yaml path")
-    parser.add_argument("--dagster-home", type=Path, default=dagster_home_env(),
-                        help="the Dagster instance to back up (default $DAGSTER_HOME; none: ledger and store only)")
+    parser.add_argument("--dagster-home", type=Path, default=None,
+                        help="the Dagster instance to back up (default: the one `crawl` uses, $DAGSTER_HOME else "
+                             "$MEDIA_CRAWLER_HOME/dagster_home; none there: ledger and store only)")
 
 
 def run(args: argparse.Namespace) -> int:
     from media_crawler.recovery.backup import backup, required_credentials
 
+    from media_crawler.dagster_home import dagster_home_origin, dagster_home_path
+
     config = load_config(args.config)
-    manifest = backup(config, Path(args.dagster_home) if args.dagster_home else None, args.to)
+    dagster_home, origin = (Path(args.dagster_home), "--dagster-home") if args.dagster_home else \
+        (dagster_home_path(), dagster_home_origin())
+    if not dagster_home.is_dir():  # the run history is said to be left out, never silently
+        print(f"no Dagster home at {dagster_home} ({origin}): the backup holds no run history", file=sys.stderr)
+        dagster_home = None
+    else:
+        print(f"Dagster home {dagster_home} ({origin})", file=sys.stderr)
+    manifest = backup(config, dagster_home, args.to)
     blobs = manifest.blobs
     print(f"backup in {args.to}: ledger ({manifest.ledger}), Dagster storage ({manifest.dagster}), "
           f"{blobs['copied']} new blobs ({blobs['bytes'] / 1e6:.1f} MB), {blobs['already_there']} already there, "

@@ -1,45 +1,45 @@
 """`media-crawler crawl`: register sources and materialize their shard partitions.
 
 For CLI users and CI: one Dagster run per partition, that is per shard that
-holds a selected source, per day (in-process executor: the steps of one
-partition share a process); exit status non-zero when any partition failed.
+holds a selected source, per day; a partition's steps share one process (the
+in-process executor), and `--workers N` runs up to N partitions at once
+(commands/partition_runs.py); exit status non-zero when any partition failed.
 A shard's run works on every source of the shard (media_crawler/shards.py):
-`--source` picks the shards to run, not sources within them.
+`--source` picks the shards to run, not sources within them. Days, shards and
+sources are checked before any work (commands/selection.py: a bad one is one
+JSON line, exit 2); a source that published nothing on the day is named.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
+from media_crawler.commands.partition_runs import PartitionJob, PartitionOutcome
+from media_crawler.commands.selection import DaySelection, UsageError, check_days, check_shards, check_sources
 from media_crawler.config import CrawlConfig, config_path_default, load_config
-from media_crawler.scrub import excerpt
+
+__all__ = ["CrawlOutcome", "PartitionOutcome", "crawl", "prepare_home", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=config_path_default(), help="sources.yaml path")
     parser.add_argument("--source", action="append", default=[],
-                        help="source key: runs the shard that holds it (default: every shard holding a source)")
+                        help="source key such as bilibili-100000000: runs the shard that holds it "
+                             "(default: every shard holding a source; `media-crawler sources` lists them)")
     parser.add_argument("--shard", action="append", default=[], help="shard key such as bilibili-s03 (repeatable)")
     parser.add_argument("--day", action="append", default=[], help="UTC day YYYY-MM-DD (repeatable)")
     parser.add_argument("--days", type=int, default=1, help="the N days up to yesterday (default 1)")
-
-
-@dataclass
-class PartitionOutcome:
-    shard: str
-    day: str
-    success: bool
-    run_id: str
-    error: str = ""
-    sources: tuple[str, ...] = ()  # the source keys the shard holds
+    parser.add_argument("--workers", type=int, default=None,
+                        help="partitions run at once, each in its own process "
+                             "(default: $MEDIA_CRAWLER_WORKERS, else `workers` of sources.yaml)")
 
 
 @dataclass
 class CrawlOutcome:
     partitions: list[PartitionOutcome] = field(default_factory=list)
+    partial_days: list[str] = field(default_factory=list)  # days not over yet (today): their crawl is partial
 
     @property
     def failed(self) -> list[PartitionOutcome]:
@@ -61,75 +61,114 @@ def prepare_home(instance, config: CrawlConfig) -> list[str]:
 
 def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | None = None, instance=None,
           raise_on_error: bool = False, progress_sinks: list | None = None,
-          shards: list[str] | None = None) -> CrawlOutcome:
+          shards: list[str] | None = None, workers: int | None = None) -> CrawlOutcome:
     """Run the shard partitions holding `source_keys` (or the given `shards`; default:
-    every shard holding a configured source) for each day.
+    every shard holding a configured source) for each day, up to `workers` at once
+    (default: the config's `workers`; one when `instance` is given). Bad days, shards or sources raise UsageError first.
     progress_sinks: where partitions done/total, bytes, rate and ETA go (observe/progress.py)."""
-    from dagster import materialize
-
+    from media_crawler.commands.partition_runs import run_partitions
     from media_crawler.dagster_home import local_instance
-    from media_crawler.defs.partitions import partition_key
-    from media_crawler.defs.resources import crawl_resources
-    from media_crawler.definitions import crawl_assets_for
     from media_crawler.observe.progress import Progress
-
-    from media_crawler.recovery.runs import fail_dead_runs, process_tags
+    from media_crawler.recovery.runs import fail_dead_runs
 
     config = load_config(config_path)
+    workers = default_workers(config) if workers is None else check_workers(workers)
+    selection = check_days(days, 1, config) if days else DaySelection([], [])
+    source_keys = check_sources(source_keys or [], config)
+    shards = check_shards(shards or [], config)
+    # The pool's processes open the instance DAGSTER_HOME names: a caller's own instance runs one at a time.
+    workers = workers if instance is None else 1
     instance = instance or local_instance()
     # Runs a killed predecessor left STARTED are failed first, so they read as failed, not running.
     fail_dead_runs(instance)
     keys = prepare_home(instance, config)
-    unknown = set(source_keys or []) - set(keys)
-    if unknown:
-        raise SystemExit(f"unknown source(s): {', '.join(sorted(unknown))}; known: {', '.join(keys)}")
-    selected = set(shards or ()) | {config.layout.shard_of(key) for key in (source_keys or ([] if shards else keys))}
-    shards = {shard: tuple(members) for shard, members in sorted(config.layout.group(keys).items()) if shard in selected}
-    assets = crawl_assets_for(config)
-    resources = crawl_resources(str(Path(config_path).resolve()))
-    outcome = CrawlOutcome()
-    progress = Progress("crawl", len(days) * len(shards), unit="partitions", sinks=progress_sinks or [])
-    for day in days:
-        for shard, members in shards.items():
-            result = materialize(assets, partition_key=partition_key(shard, day), instance=instance,
-                                 resources=resources, raise_on_error=raise_on_error,
-                                 tags={"media_crawler/shard": shard, "media_crawler/day": day, **process_tags()})
-            error = ""
-            if not result.success:
-                failures = [event for event in result.all_events if event.is_step_failure]
-                error = "; ".join(excerpt(str(event.step_failure_data.error.message).strip(), 300) for event in failures)
-            outcome.partitions.append(PartitionOutcome(shard, day, result.success, result.run_id, error, members))
-            progress.advance(bytes=_committed_bytes(result))
+    selected = set(shards) | {config.layout.shard_of(key) for key in (source_keys or ([] if shards else keys))}
+    grouped = {shard: tuple(members) for shard, members in sorted(config.layout.group(keys).items())
+               if shard in selected}
+    jobs = [PartitionJob(shard, day, members) for day in selection.days for shard, members in grouped.items()]
+    jobs.sort(key=_platforms_alternate(grouped))
+    progress = Progress("crawl", len(jobs), unit="partitions", sinks=progress_sinks or [])
+    outcome = CrawlOutcome(partial_days=selection.partial)
+    outcome.partitions = sorted(
+        run_partitions(config_path, instance, jobs, workers, raise_on_error=raise_on_error,
+                       on_done=lambda done: progress.advance(bytes=done.committed_bytes)),
+        key=lambda partition: (partition.day, partition.shard))
     progress.close()
     return outcome
 
 
-def _committed_bytes(result) -> int:
-    """Bytes the partition's committed_media materialization reports (0 when it did not materialize)."""
-    total = 0
-    for materialization in result.asset_materializations_for_node("committed_media"):
-        value = materialization.metadata.get("bytes")
-        total += int(getattr(value, "value", value) or 0)
-    return total
+def default_workers(config: CrawlConfig) -> int:
+    """As the daemon's plan reads it (deploy/workers.py): MEDIA_CRAWLER_WORKERS, else `workers:`."""
+    from media_crawler.config import ConfigError, workers_override
+    from media_crawler.deploy.workers import MAX_WORKERS, WorkerPlan
+
+    override = workers_override()
+    if not override:
+        return config.workers
+    try:
+        return WorkerPlan(int(override)).workers
+    except ValueError:
+        raise ConfigError(f"MEDIA_CRAWLER_WORKERS must be a whole number from 1 to {MAX_WORKERS}, "
+                          f"not {override!r}") from None
 
 
-def resolve_days(explicit: list[str], count: int) -> list[str]:
-    if explicit:
-        return [date.fromisoformat(day).isoformat() for day in explicit]
-    yesterday = datetime.now(timezone.utc).date() - timedelta(days=1)
-    return [(yesterday - timedelta(days=offset)).isoformat() for offset in reversed(range(count))]
+def check_workers(workers: int) -> int:
+    from media_crawler.deploy.workers import MAX_WORKERS
+
+    if not 1 <= workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be from 1 to {MAX_WORKERS}, not {workers}")
+    return workers
+
+
+def _platforms_alternate(grouped: dict[str, tuple[str, ...]]):
+    """Order partitions so that ones running at once are of different platforms where they can
+    be: each platform's rate budget is shared by every worker, so two partitions of one
+    platform side by side wait for each other's tokens, and partitions of two do not."""
+    from media_crawler.shards import shard_platform
+
+    rank: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    for shard in grouped:
+        platform = shard_platform(shard)
+        rank[shard] = seen.get(platform, 0)
+        seen[platform] = rank[shard] + 1
+    return lambda job: (job.day, rank[job.shard], job.shard)
+
+
+def outcome_lines(outcome: CrawlOutcome) -> list[str]:
+    """What a person reads after a crawl: one line per partition, then what was empty or partial."""
+    lines = []
+    for partition in outcome.partitions:
+        status = "ok" if partition.success else "FAILED"
+        lines.append(f"{partition.day} {partition.shard} ({len(partition.sources)} source(s)): {status} "
+                     f"run {partition.run_id} {partition.error}".rstrip())
+        if partition.empty_sources:
+            lines.append(f"  nothing published on {partition.day} by {len(partition.empty_sources)} of "
+                         f"{len(partition.sources)} source(s): {' '.join(partition.empty_sources)}")
+    for day in outcome.partial_days:
+        lines.append(f"{day} is today (UTC): the day is not over, so its crawl is partial; crawl it again tomorrow")
+    if not outcome.partitions:
+        lines.append("no partition to crawl: no configured source (add sources to sources.yaml; "
+                     "`media-crawler sources` lists them)")
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
+    from media_crawler.commands.empty_shards import empty_shards_recorded
     from media_crawler.observe.logging import configure
     from media_crawler.observe.progress import default_sinks
 
     configure()
-    days = resolve_days(args.day, args.days)
-    outcome = crawl(args.config, days, args.source, progress_sinks=default_sinks(), shards=args.shard or None)
-    for partition in outcome.partitions:
-        status = "ok" if partition.success else "FAILED"
-        print(f"{partition.day} {partition.shard} ({len(partition.sources)} source(s)): {status} "
-              f"run {partition.run_id} {partition.error}",
-              file=sys.stderr)
+    config = load_config(args.config)
+    # Checked here too, before the empty shards' thread touches the Dagster home.
+    days = check_days(args.day, args.days, config).days
+    check_sources(args.source, config)
+    check_shards(args.shard, config)
+    if args.workers is not None:
+        check_workers(args.workers)
+    with empty_shards_recorded(config, days):
+        outcome = crawl(args.config, days, args.source, progress_sinks=default_sinks(), shards=args.shard or None,
+                        workers=args.workers)
+    for line in outcome_lines(outcome):
+        print(line, file=sys.stderr)
     return 1 if outcome.failed else 0

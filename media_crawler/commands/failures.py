@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
         print("media-crawler failures: --limit must be 0 (all) or more", file=sys.stderr)
         return 2
     config = observed_config(args.config)
+    from media_crawler.observe.read_from import read_from, read_from_line
+
+    print(read_from_line(read_from(config)), file=sys.stderr)
     engine = Ledger(config.ledger_url).engine
     report = failure_report(engine, now=now, since=since, platform=args.platform, limit=args.limit or None)
     data = {**report.as_json(), "platform_incidents": _incidents(engine, now, args.platform, since)}

@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from media_crawler.store.ledger import Ledger
 
     probe = "live" if args.live else "ready"
+    config = None
     try:
         config = observed_config(args.config)
         if args.live:
@@ -42,5 +43,11 @@ def run(args: argparse.Namespace) -> int:
             result = ready(Ledger(config.ledger_url).engine, config)
     except Exception as exc:  # an unreadable config or an unknown driver is an answer too
         result = ProbeResult(probe, False, excerpt(f"{type(exc).__name__}: {exc}", 300))
-    print(json.dumps(result.as_json(), ensure_ascii=False, separators=(",", ":")))
+    line = result.as_json()
+    if config is not None:  # which ledger and Dagster home the probe read (observe/read_from.py)
+        from media_crawler.observe.read_from import read_from
+
+        line["read_from"] = {key: value for key, value in read_from(config, dagster_read=False).items()
+                             if key != "dagster_storage"}
+    print(json.dumps(line, ensure_ascii=False, separators=(",", ":")))
     return 0 if result.ok else 1

@@ -53,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
             from media_crawler.scrub import excerpt
 
             print(f"Dagster run storage not read: {excerpt(why_not, 300)}", file=sys.stderr, flush=True)
+    from media_crawler.observe.read_from import read_from, read_from_line
+
+    print(read_from_line(read_from(config, dagster_read=not args.no_dagster)), file=sys.stderr, flush=True)
     registry = ledger_registry(Ledger(config.ledger_url).engine, config, instance=instance)
     if args.once:
         sys.stdout.write(generate_latest(registry).decode())

@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from media_crawler.observe.read_from import read_from
     from media_crawler.observe.status import build_status
     from media_crawler.observe.target import observed_config
     from media_crawler.pipeline.credentials import unset_credential_messages
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         status = build_status(Ledger(config.ledger_url).engine, config, time.time(), instance=instance,
                               dagster_absent=absent or "")
+        status["read_from"] = read_from(config, dagster_read=not args.no_dagster)
     finally:
         if instance is not None:
             instance.dispose()
@@ -74,6 +76,10 @@ def render_text(status: dict) -> str:
     from media_crawler.observe.progress import clock_text, human_bytes
 
     lines = [f"status at {status['generated_at']}  ledger {status['ledger']}"]
+    if status.get("read_from"):
+        from media_crawler.observe.read_from import read_from_line
+
+        lines.append(read_from_line(status["read_from"]))
     lines.append("states: " + (", ".join(f"{state}={count}" for state, count in status["states"].items()) or "empty"))
     lines.append("backlog (age in state):")
     for state, entry in status["backlog"].items():

@@ -69,6 +69,8 @@ HASHES_MATCH = "committed_media_hashes_match"
 NOTHING_GONE = "committed_media_nothing_gone"
 # The classes whose items end gone, from the error table (errors.py), named in the check.
 GONE_CLASSES = ", ".join(sorted(c.value for c, policy in POLICIES.items() if policy.final_state is FinalState.GONE))
+EMPTY_SOURCES_KEY = "empty_sources"  # media_records metadata: sources with nothing published on the day
+EMPTY_SOURCES_NAMED = 50  # keys named in it at most (sources_empty counts them all)
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,10 @@ def scrubbed(metadata: dict) -> dict:
 
 def _discovery_metadata(found: ShardDiscovery) -> dict:
     metadata = {"sources": found.sources, "feeds_walked": found.feeds_walked,
-                "feeds_already_done": found.feeds_already_done, "sources_failed": len(found.failures)}
+                "feeds_already_done": found.feeds_already_done, "sources_failed": len(found.failures),
+                "sources_empty": len(found.empty_sources)}
+    if found.empty_sources:  # the keys, for `crawl` to say which published nothing (bounded: a text value)
+        metadata[EMPTY_SOURCES_KEY] = " ".join(found.empty_sources[:EMPTY_SOURCES_NAMED])
     if found.failures:
         metadata["failed_sources"] = _failed_sources_table([
             {"source": failure.source_key, "error_class": failure.error.error_class.value,

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from media_crawler.config import dagster_home_env, environment_value
+from media_crawler.config import environment_value
 from media_crawler.models import platform_names
 from media_crawler.store.dagster_tables import STEP_EVENT_KINDS, RunRow, SqlRunStorage
 from media_crawler.store.reports.delays import DELAY_BUCKETS, DELAY_WINDOW_S, _round, percentile
@@ -51,21 +51,21 @@ FINISHED_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")
 
 
 def instance_from_environment():
-    """(run storage, None) for the instance DAGSTER_HOME names, or (None, the reason) when it names none.
+    """(run storage, None) for the Dagster home (dagster_home.py), or (None, the reason) when there is none.
 
     A SqlRunStorage when dagster.yaml names a storage Dagster keeps in SQL tables
     (or names none: the default SQLite files), else the DagsterInstance itself."""
-    home = dagster_home_env()
-    if not home:
-        return None, "DAGSTER_HOME is not set"
-    if not Path(home).is_dir():
-        return None, f"DAGSTER_HOME {home} does not exist"
-    storage = sql_run_storage_for_home(Path(home))
+    from media_crawler.dagster_home import dagster_home_origin, dagster_home_path
+
+    home = dagster_home_path()  # the one resolution every command shares (dagster_home.py)
+    if not home.is_dir():
+        return None, f"no Dagster home at {home} ({dagster_home_origin()}): nothing crawled into it yet"
+    storage = sql_run_storage_for_home(home)
     if storage is not None:
         return storage, None
     from dagster import DagsterInstance
 
-    return DagsterInstance.get(), None
+    return DagsterInstance.from_config(str(home)), None
 
 
 def sql_run_storage_for_home(home: Path) -> "SqlRunStorage | None":

@@ -18,6 +18,7 @@ import threading
 import time
 
 from media_crawler.config import worker_name_override
+from media_crawler.observe.traces import debug_enabled, exception_summary, without_stack_trace
 from media_crawler.scrub import scrub_text
 from media_crawler.timestamps import utc_timestamp
 
@@ -113,8 +114,12 @@ class JsonFormatter(logging.Formatter):
             data["msg"] = scrub_text(record.getMessage())
         except Exception:  # a broken %-format must not lose the event
             data["msg"] = scrub_text(str(record.msg))
+        debug = debug_enabled()
+        if not debug:  # Dagster's failure events quote the whole trace; its event log keeps it (observe/traces.py)
+            data["msg"] = without_stack_trace(data["msg"])
         if record.exc_info:
-            data["exc"] = scrub_text(self.formatException(record.exc_info))
+            formatted = self.formatException(record.exc_info)
+            data["exc"] = scrub_text(formatted if debug else exception_summary(formatted))
         try:
             return _ENCODER.encode(data)
         except Exception:  # never let one odd value kill logging (Dagster passes exotic objects)

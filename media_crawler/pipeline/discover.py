@@ -36,6 +36,9 @@ class ShardDiscovery:
     feeds_walked: int = 0
     feeds_already_done: int = 0
     failures: list[SourceFailure] = field(default_factory=list)
+    # Sources whose feed this step walked and found nothing published on the day: said aloud
+    # (`crawl` prints them), so an empty day never passes for a silent success.
+    empty_sources: list[str] = field(default_factory=list)
 
     @property
     def retryable(self) -> list[SourceFailure]:
@@ -89,12 +92,14 @@ def discover_sources(runtime: Runtime, sources: Sequence[Source], window: DayWin
     else:
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="feed") as pool:
             results = list(pool.map(walk, pending))
-    for result in results:
+    for source, result in zip(pending, results):
         if isinstance(result, SourceFailure):
             outcome.failures.append(result)
         else:
             outcome.feeds_walked += 1
             outcome.report.absorb(result)
+            if result.new == 0 and result.skipped == 0:
+                outcome.empty_sources.append(source.key)
     return outcome
 
 

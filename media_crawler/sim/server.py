@@ -13,7 +13,7 @@ import socket
 import sys
 import threading
 import traceback
-from datetime import date
+from datetime import date, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -295,12 +295,26 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "write_sources", None):
         simulator.write_sources(args.write_sources)
     print(simulator.base_url, flush=True)
+    print(content_days_note(args.end_date, args.days, simulator.base_url, getattr(args, "write_sources", None)), file=sys.stderr, flush=True)
     try:
         while not stopping.wait(0.5):  # a timed wait lets signal handlers run promptly
             pass
     finally:
         simulator.stop()
     return 0
+
+
+def content_days_note(end_date: date, days: int, base_url: str, sources_path: str | None) -> str:
+    """What a person needs to crawl this world (stderr; stdout keeps the base URL alone): the
+    days it has content for (other days are empty) and how its sources.yaml is written."""
+    first = end_date - timedelta(days=days - 1)
+    span = first.isoformat() if days == 1 else f"{first.isoformat()} to {end_date.isoformat()}"
+    port = base_url.rsplit(":", 1)[-1]
+    sources = (f"its sources.yaml is {sources_path}" if sources_path else
+               f"write its sources.yaml with this command plus `--port {port} --print-sources > sources.yaml` "
+               "(or start it with `--write-sources sources.yaml`)")
+    return (f"content published on {span} (UTC, {days} day(s)); other days hold nothing. "
+            f"{sources}; then `media-crawler crawl --config sources.yaml --day {end_date.isoformat()}`")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,7 +21,7 @@ from media_crawler.platforms.bilibili.errors import (
 )
 from media_crawler.platforms.bilibili.normalize import VideoInfo, VideoPart
 from media_crawler.platforms.bilibili.wbi import WbiKeyCache, keys_from_nav, signed_query
-from media_crawler.platforms.fields import MissingField, as_str
+from media_crawler.platforms.fields import MissingField
 from media_crawler.platforms.headers import BROWSER_USER_AGENT, credential
 from media_crawler.platforms.items import MALFORMED, guarded, item_failure
 from media_crawler.platforms.responses import parse_error
