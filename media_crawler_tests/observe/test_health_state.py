@@ -1,10 +1,11 @@
 """Health is state, not a window: the latest signals decide, a success ends an incident.
 
-The operator's day through real runs: Facebook crawled with an expired token fails
-with `auth`; the token renewed, `rerun-failed` succeeds, and at once `status` says
+The operator's day through the commands an operator types (issue 26's acceptance):
+Facebook crawled with its token variable unset fails with `auth` in one line naming
+the variable; the variable set, `rerun-failed` succeeds, and at once `status` says
 ok (the incident kept, since ... until ...), `health --ready` exits 0, the
 platform gauge is 0 and `failures` lists the ended incident; the token expiring
-again turns each of them back. An outage (3 server-side failures in a row) and a
+later turns each of them back. An outage (3 server-side failures in a row) and a
 rate limit, on ledger rows with their own clock, both ways too. The scrapes of
 each phase, replayed through deploy/alerts.yaml with `promtool test rules`, fire
 the auth and outage alerts, resolve them after the recovery, and fire them again.
@@ -13,8 +14,8 @@ from __future__ import annotations
 
 import io
 import json
-from contextlib import redirect_stdout
-from dataclasses import dataclass, replace
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field, replace
 from itertools import count
 
 import pytest
@@ -63,6 +64,7 @@ class Phase:
     failures_text: str
     failures: dict
     scrape: str
+    said: list[str] = field(default_factory=list)  # the command's stderr lines
 
     def gauge(self, platform: str, state: str) -> float:
         return samples(self.scrape)[(STATUS, (("platform", platform), ("state", state)))]
@@ -82,33 +84,63 @@ def observe(config_path, outcome_ok: bool) -> Phase:
                  json.loads(failures_json), scrape)
 
 
+def command_err(*args: str) -> tuple[int, list[str]]:
+    """Exit status and stderr lines of a command run in this process (the crawl's report goes there)."""
+    err = io.StringIO()
+    with redirect_stderr(err), redirect_stdout(io.StringIO()):
+        code = main(list(args))
+    return code, err.getvalue().splitlines()
+
+
 @pytest.fixture(scope="module")
 def operator_day(tmp_path_factory, simulator):
-    """Three phases of one Facebook page: token expired, token renewed and re-run, token expired again."""
+    """Three phases of one Facebook page, through the CLI and a Dagster home on disk: its
+    token variable unset; set, then `rerun-failed`; later the token expired."""
+    import shutil
+
     import media_crawler.defs.assets as assets
 
     home = tmp_path_factory.mktemp("health_state")
     day = requests.get(f"{simulator.base_url}/_sim/truth", timeout=5).json()["days"][-1]
     config_path = write_sources(home, simulator.base_url, [{"facebook": "page 42"}])
-    phases = {}
-    with pytest.MonkeyPatch.context() as patch, DagsterInstance.ephemeral() as instance:
+    dagster_home = home / "dagster_home"
+    dagster_home.mkdir()
+    shutil.copyfile(promtool.REPO / "media_crawler" / "instance" / "dagster.yaml", dagster_home / "dagster.yaml")
+    phases, said = {}, {}
+    with pytest.MonkeyPatch.context() as patch:
         # Test-speed knobs, not behaviour changes: one try per item and step, step retries at once.
         patch.setattr(assets, "DOWNLOAD_RETRY_WAIT_S", 0.0)
         patch.setattr(errors, "ATTEMPTS", replace(errors.ATTEMPTS, in_step=1))
         patch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
-        patch.setenv("FB_ACCESS_TOKEN", EXPIRED_TOKEN)
-        phases["expired"] = observe(config_path, not crawl(config_path, [day], instance=instance).failed)
+        patch.setenv("MEDIA_CRAWLER_HOME", str(home))
+        patch.setenv("DAGSTER_HOME", str(dagster_home))
+        patch.delenv("FB_ACCESS_TOKEN", raising=False)
+        crawl_args = ("crawl", "--config", str(config_path), "--day", day, "--workers", "1")
+        code, said["unset"] = command_err(*crawl_args)
+        phases["unset"] = observe(config_path, code == 0)
         patch.setenv("FB_ACCESS_TOKEN", VALID_TOKEN)
-        rerun_code = rerun(str(config_path), instance=instance, out=io.StringIO())
-        phases["renewed"] = observe(config_path, rerun_code == 0)
+        code, said["renewed"] = command_err("rerun-failed", "--config", str(config_path))
+        phases["renewed"] = observe(config_path, code == 0)
         patch.setenv("FB_ACCESS_TOKEN", EXPIRED_TOKEN)
-        phases["expired_again"] = observe(config_path, not crawl(config_path, [day], instance=instance).failed)
+        code, said["expired_again"] = command_err(*crawl_args)
+        phases["expired_again"] = observe(config_path, code == 0)
+    for name, phase in phases.items():
+        phase.said = said[name]
     return phases
 
 
-def test_an_expired_token_is_an_auth_failure_everywhere(operator_day):
-    phase = operator_day["expired"]
+NAMED = "FB_ACCESS_TOKEN is not set (platforms.facebook.credential_env.access_token)"
+
+
+def test_an_unset_token_is_one_line_naming_it_and_an_auth_failure_everywhere(operator_day):
+    phase = operator_day["unset"]
     assert not phase.outcome_ok
+    # The crawl's report: one line for the failed partition, naming the variable; no trace.
+    [failed] = [line for line in phase.said if "FAILED" in line]
+    assert NAMED in failed and "auth" in failed, failed
+    assert not any("Traceback" in line or "Stack Trace" in line for line in phase.said), phase.said
+    assert f"credentials not set: {NAMED}" in phase.status_text
+    assert NAMED in phase.ready["reason"] and NAMED in phase.failures_text
     facebook = phase.status["platforms"]["facebook"]
     assert facebook["status"] == "auth_failed" and facebook["auth_failed_since"] and facebook["auth_failures"] >= 1
     assert "auth failed since" in phase.status_text
@@ -121,8 +153,10 @@ def test_an_expired_token_is_an_auth_failure_everywhere(operator_day):
 
 
 def test_a_renewed_token_and_rerun_failed_end_the_incident_at_once(operator_day):
-    before, phase = operator_day["expired"], operator_day["renewed"]
-    assert phase.outcome_ok, "rerun-failed succeeded"
+    before, phase = operator_day["unset"], operator_day["renewed"]
+    assert phase.outcome_ok, phase.said  # rerun-failed exited 0
+    assert any(line.startswith("re-ran ") and ": ok run " in line for line in phase.said), phase.said
+    assert "credentials not set" not in phase.status_text and phase.ready["checks"]["credentials"]["ok"]
     facebook = phase.status["platforms"]["facebook"]
     assert facebook["status"] == "ok" and facebook["auth_failures"] == 0 and facebook["auth_failed_since"] is None
     assert phase.ready_code == 0 and phase.ready["ok"], phase.ready
