@@ -18,9 +18,6 @@ from media_crawler_tests.production.conftest import (
     write_postgres_home,
 )
 
-IN_PROCESS = '{"execution":{"config":{"in_process":{}}}}'
-
-
 @pytest.fixture(scope="module")
 def slow_simulator():
     """Media answers take 0.5 s: two runs of one partition started together overlap in every stage."""
@@ -67,7 +64,7 @@ def test_two_runs_of_one_partition_at_once_commit_each_item_once(pg_env, crawl_h
 
     env = dagster_env(dagster_home=dagster_home, config_path=config_path, media_home=crawl_home)
     argv = [str(BIN / "dagster"), "asset", "materialize", "-m", "media_crawler.definitions", "--select", "*",
-            "--partition", f"{day}|{config.layout.shard_of('bilibili-12345')}", "--config-json", IN_PROCESS]
+            "--partition", f"{day}|{config.layout.shard_of('bilibili-12345')}"]  # in-process: the definitions' default
     with ServiceGroup(env, log_dir=tmp_path / "logs") as group:
         runs = [group.start(f"run-{n}", argv) for n in (1, 2)]
         wait_until(lambda: not any(run.running() for run in runs), timeout=240, what="both runs to end")
