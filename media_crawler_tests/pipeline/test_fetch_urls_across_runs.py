@@ -1,0 +1,105 @@
+"""What one `fetch-urls` run leaves in the ledger for the next: the .part's resume validator
+(a cut download is resumed, not fetched again from byte zero), and the bad-bytes count (a
+file that never verifies stops after errors.ATTEMPTS.after_bad_bytes tries, in a final state)."""
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import date
+from dataclasses import replace
+
+import pytest
+
+from media_crawler import errors
+from media_crawler.cli import main
+from media_crawler.config import config_from_dict
+from media_crawler.models import DayWindow, Source
+from media_crawler.pipeline.discover import discover
+from media_crawler.pipeline.download import Workers, download_partition
+from media_crawler.pipeline.fetch_list import verify_and_commit
+from media_crawler.pipeline.runtime import Runtime
+from media_crawler.store.database import dispose_engines
+from media_crawler.store.ledger import Ledger
+from media_crawler_tests.download.httpserver import Reply, ScriptedServer
+from media_crawler_tests.verify.media import image_bytes
+
+ETAG = '"v1"'
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer() as running:
+        yield running
+    dispose_engines()
+
+
+@pytest.fixture
+def one_download_per_run(monkeypatch):
+    """One download attempt per item per run: the next try is the next run's, so what
+    carries an item from one run to the next is only what the ledger kept."""
+    monkeypatch.setattr(errors, "ATTEMPTS", replace(errors.ATTEMPTS, in_step=1))
+
+
+def fetch(server, store, items: list[dict]) -> int:
+    feed = server.route("/feed.json", Reply(json.dumps({"items": items}).encode(), content_type="application/json"))
+    return main(["fetch-urls", "--feed", feed, "--store", str(store), "--allow-host", "127.0.0.1:*",
+                 "--workers", "1", "--processes", "1"])
+
+
+def only_task(store):
+    tasks = Ledger(f"sqlite:///{store / 'ledger.db'}").tasks()
+    assert len(tasks) == 1, tasks
+    return tasks[0]
+
+
+def test_a_cut_download_is_resumed_by_the_next_run_with_the_validator_the_ledger_kept(
+        server, one_download_per_run, tmp_path):
+    body = image_bytes("PNG", size=(400, 300), compress_level=0)  # large enough to cut in the middle
+    half = len(body) // 2
+    url = server.route("/photo.png", Reply(body, content_type="image/png", etag=ETAG, cut_at=half))
+    store = tmp_path / "store"
+    items = [{"url": url, "sha256": hashlib.sha256(body).hexdigest(), "size": len(body)}]
+
+    assert fetch(server, store, items) != 0  # cut: the list is incomplete
+    task = only_task(store)
+    assert task.state == "retry_wait" and task.error_class == "truncated_body"
+    assert task.etag == ETAG  # the .part's validator, kept for the next run
+    assert [part.stat().st_size for part in (store / "staging").glob("*.part")] == [half]
+
+    server.route("/photo.png", Reply(body, content_type="image/png", etag=ETAG))
+    assert fetch(server, store, items) == 0
+    assert only_task(store).state == "committed"
+    first, *resumed = server.requests_to("/photo.png")
+    assert first.body_bytes == half and len(resumed) == 1
+    assert resumed[0].headers.get("Range") == f"bytes={half}-" and resumed[0].headers.get("If-Range") == ETAG
+    assert resumed[0].status == 206 and resumed[0].body_bytes == len(body) - half
+    blob = store / "sha256" / items[0]["sha256"][:2] / items[0]["sha256"][2:4] / items[0]["sha256"]
+    assert blob.read_bytes() == body
+
+
+def test_a_file_that_never_verifies_stops_after_the_bad_bytes_limit(server, one_download_per_run, tmp_path):
+    """Listed once, then download steps retried (a Dagster step retry takes retry_wait rows at
+    once): the verify failures, not a new listing, are what must end it."""
+    served = image_bytes("PNG")
+    url = server.route("/wrong.png", Reply(served, content_type="image/png"))
+    # The feed promises other bytes than the server sends: every download fails its hash check.
+    feed = server.route("/feed.json", Reply(json.dumps({"items": [
+        {"url": url, "sha256": hashlib.sha256(b"the promised bytes").hexdigest()}]}).encode(),
+        content_type="application/json"))
+    store = tmp_path / "store"
+    config = config_from_dict({"store": str(store), "ledger_url": f"sqlite:///{store / 'ledger.db'}",
+                               "allow_hosts": ["127.0.0.1:*"], "sources": [{"urls": feed}]})
+    runtime, source = Runtime.from_config(config), Source.parse("urls", feed)
+    discover(runtime, source, DayWindow(date.today()))
+    limit = errors.ATTEMPTS.after_bad_bytes
+
+    steps = 0
+    while runtime.ledger.state_counts().get("retry_wait", 0) + runtime.ledger.state_counts().get("discovered", 0):
+        assert steps <= limit, f"still retried after {steps} download steps: {only_task(store)}"
+        workers = Workers(1, after_download=lambda item: verify_and_commit(runtime, item))
+        download_partition(runtime, source, None, workers=workers, ignore_backoff=True)
+        steps += 1
+    task = only_task(store)
+    assert task.state == "failed" and task.error_class == "hash_mismatch"
+    assert 1 <= len(server.requests_to("/wrong.png")) <= limit
+    assert not list((store / "sha256").glob("*/*/*")) and not list((store / "staging").glob("*.part"))
