@@ -1,12 +1,15 @@
 """Image verification: real Pillow images pass, cut images fail, decompression bombs are refused without decoding."""
 from __future__ import annotations
 
+import struct
+import zlib
+
 import pytest
 from PIL import Image
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.verify.images import verify_image
-from media_crawler_tests.verify.media import image_bytes, png_bomb
+from media_crawler.verify.images import DECODE_BUDGET_PIXELS, verify_image
+from media_crawler_tests.verify.media import image_bytes, png_bomb, png_chunk
 
 
 def write(tmp_path, data: bytes, name="img"):
@@ -62,3 +65,22 @@ def test_the_pixel_limit_is_ours_not_only_pillows(tmp_path):
 
 def test_formats_outside_the_list_are_not_parsed(tmp_path):
     corrupt_message(write(tmp_path, image_bytes("BMP")))
+
+
+def one_bit_png(width: int, height: int, rows: int) -> bytes:
+    """A 1-bit greyscale PNG (cheap to build and inflate at any size) whose image data holds `rows` rows."""
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    row = b"\x00" * (1 + (width + 7) // 8)  # filter byte, then the packed pixels
+    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", header) + png_chunk(b"IDAT", zlib.compress(row * rows, 1))
+            + png_chunk(b"IEND", b""))
+
+
+def test_a_png_above_the_decode_budget_has_its_image_data_inflated_and_sized(tmp_path):
+    """Past DECODE_BUDGET_PIXELS Pillow does not decode a PNG; its IDAT stream is still
+    inflated in full, and it must come to exactly the image's size."""
+    assert 5000 * 4000 > DECODE_BUDGET_PIXELS
+    assert "inflates to" in corrupt_message(write(tmp_path, png_bomb(5000, 4000)))  # 1 KB of data for 20 MP
+    assert "inflates to" in corrupt_message(write(tmp_path, one_bit_png(5000, 4000, rows=3999), "short"))
+    assert "past the image's size" in corrupt_message(write(tmp_path, one_bit_png(5000, 4000, rows=4001), "long"))
+    info = verify_image(write(tmp_path, one_bit_png(5000, 4000, rows=4000), "whole"))
+    assert (info.media_type, info.width, info.height) == ("image/png", 5000, 4000)
