@@ -213,7 +213,9 @@ def test_first_successful_partition_is_the_first_run_to_succeed_after_the_restor
         first = first_successful_partition(instance, began)
         assert instance.get_run_by_id(after.run_id).status == DagsterRunStatus.SUCCESS
     assert first["run_id"] == after.run_id and first["partition"] == "2026-11-26|b"
-    assert 0 <= first["after_restore_began_s"] < 60
+    # The field is what it says (how long after the restore began the run ended), not a bound:
+    # how long a real restore takes to its first success is measured by `restore --times`.
+    assert first["after_restore_began_s"] == round(first["ended_at"] - began, 3) >= 0
 
 
 def succeed(instance, run, DagsterEvent, DagsterEventType) -> None:  # noqa: N803 - the classes, passed in
