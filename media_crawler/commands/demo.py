@@ -58,26 +58,26 @@ def run(args: argparse.Namespace) -> int:
             truth = requests.get(f"{sim.base_url}/_sim/truth", timeout=10).json()
             config_path = home / "demo" / "sources.yaml"
             config_path.write_text(yaml.safe_dump(demo_sources(sim.base_url), sort_keys=False))
-            before = _store_snapshot(home / "store")
+            before = store_snapshot(home / "store")
             print(f"crawling {len(demo_sources(sim.base_url)['sources'])} demo sources for {', '.join(truth['days'])} "
                   f"from the simulator at {sim.base_url} ...", file=sys.stderr)
             # Progress goes to stderr (when it is a terminal), which the redirect above leaves alone.
             outcome = crawl(config_path, truth["days"], progress_sinks=default_sinks())
         finally:
             sim.stop()
-    after = _store_snapshot(home / "store")
-    _print_summary(home, dagster_home, config_path, log_path, outcome, before, after)
+    after = store_snapshot(home / "store")
+    print_summary(home, dagster_home, config_path, log_path, outcome, before, after)
     return 1 if outcome.failed else 0
 
 
-def _store_snapshot(root: Path) -> dict[str, int]:
+def store_snapshot(root: Path) -> dict[str, int]:
     from media_crawler.store.blob_store import open_blob_store
 
     store = open_blob_store(root)
     return {sha256: store.size(sha256) for sha256 in store.iter_sha256s()}
 
 
-def _print_summary(home, dagster_home, config_path, log_path, outcome, before, after) -> None:
+def print_summary(home, dagster_home, config_path, log_path, outcome, before, after) -> None:
     from media_crawler.config import load_config
     from media_crawler.store.ledger import COMMITTED, Ledger
     from media_crawler.store.reports.reads import failure_counts_by_class, totals_by_platform_kind_state
