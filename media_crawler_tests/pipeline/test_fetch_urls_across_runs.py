@@ -1,6 +1,8 @@
-"""What one `fetch-urls` run leaves in the ledger for the next: the .part's resume validator
-(a cut download is resumed, not fetched again from byte zero), and the bad-bytes count (a
-file that never verifies stops after errors.ATTEMPTS.after_bad_bytes tries, in a final state)."""
+"""What one run or stage leaves in the ledger for the next: the .part's resume validator
+(a cut download is resumed, not fetched again from byte zero), the bad-bytes count (a
+file that never verifies stops after errors.ATTEMPTS.after_bad_bytes tries, in a final
+state), a stored blob (an item announcing its hash is committed without a download),
+and a lost .part (downloaded again, no hash trusted)."""
 from __future__ import annotations
 
 import hashlib
@@ -18,6 +20,7 @@ from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import Workers, download_partition
 from media_crawler.pipeline.fetch_list import verify_and_commit
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
 from media_crawler.store.database import dispose_engines
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.download.httpserver import Reply, ScriptedServer
@@ -77,20 +80,59 @@ def test_a_cut_download_is_resumed_by_the_next_run_with_the_validator_the_ledger
     assert blob.read_bytes() == body
 
 
+def list_runtime(server, store, items: list[dict]):
+    """The runtime and source fetch-urls would make for this list, discovered once."""
+    feed = server.route("/feed.json", Reply(json.dumps({"items": items}).encode(), content_type="application/json"))
+    config = config_from_dict({"store": str(store), "ledger_url": f"sqlite:///{store / 'ledger.db'}",
+                               "allow_hosts": ["127.0.0.1:*"], "sources": [{"urls": feed}]})
+    runtime, source = Runtime.from_config(config), Source.parse("urls", feed)
+    discover(runtime, source, DayWindow(date.today()))
+    return runtime, source
+
+
+def test_an_item_whose_announced_hash_is_stored_is_committed_without_a_download(server, tmp_path):
+    body = image_bytes("PNG")
+    digest = hashlib.sha256(body).hexdigest()
+    url = server.route("/photo.png", Reply(body, content_type="image/png"))
+    store = tmp_path / "store"
+    runtime, source = list_runtime(server, store, [{"url": url, "sha256": digest}])
+    staged = tmp_path / "same-bytes-from-elsewhere"
+    staged.write_bytes(body)
+    runtime.store.put_if_absent(staged, digest)  # e.g. another list stored them since
+
+    download_partition(runtime, source, None, workers=Workers(1))
+    task = only_task(store)
+    assert (task.state, task.sha256) == ("committed", digest)
+    assert server.requests_to("/photo.png") == []
+
+
+def test_a_part_lost_before_verify_is_downloaded_again_without_its_hash(server, tmp_path):
+    body = image_bytes("PNG")
+    url = server.route("/photo.png", Reply(body, content_type="image/png"))
+    store = tmp_path / "store"
+    runtime, source = list_runtime(server, store, [{"url": url}])
+    download_partition(runtime, source, None, workers=Workers(1))
+    assert only_task(store).state == "downloaded"
+    for part in (store / "staging").glob("*.part"):
+        part.unlink()  # reconcile, or a crash before the fsync
+
+    verify_partition(runtime, source, None)
+    task = only_task(store)
+    assert (task.state, task.sha256, task.size) == ("discovered", None, None)
+    download_partition(runtime, source, None, workers=Workers(1))
+    verify_partition(runtime, source, None)
+    commit_partition(runtime, source, None)
+    assert only_task(store).state == "committed" and len(server.requests_to("/photo.png")) == 2
+
+
 def test_a_file_that_never_verifies_stops_after_the_bad_bytes_limit(server, one_download_per_run, tmp_path):
     """Listed once, then download steps retried (a Dagster step retry takes retry_wait rows at
     once): the verify failures, not a new listing, are what must end it."""
     served = image_bytes("PNG")
     url = server.route("/wrong.png", Reply(served, content_type="image/png"))
-    # The feed promises other bytes than the server sends: every download fails its hash check.
-    feed = server.route("/feed.json", Reply(json.dumps({"items": [
-        {"url": url, "sha256": hashlib.sha256(b"the promised bytes").hexdigest()}]}).encode(),
-        content_type="application/json"))
     store = tmp_path / "store"
-    config = config_from_dict({"store": str(store), "ledger_url": f"sqlite:///{store / 'ledger.db'}",
-                               "allow_hosts": ["127.0.0.1:*"], "sources": [{"urls": feed}]})
-    runtime, source = Runtime.from_config(config), Source.parse("urls", feed)
-    discover(runtime, source, DayWindow(date.today()))
+    # The feed promises other bytes than the server sends: every download fails its hash check.
+    runtime, source = list_runtime(server, store, [{"url": url, "sha256": hashlib.sha256(b"promised").hexdigest()}])
     limit = errors.ATTEMPTS.after_bad_bytes
 
     steps = 0
