@@ -35,6 +35,7 @@ import ast
 import copy
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -239,15 +240,38 @@ def run_tests(copy_root: Path, tests: list[str], timeout: float, cache: Path) ->
            "MEDIA_CRAWLER_HOME": str(cache / "home")}
     env.pop("MEDIA_CRAWLER_REQUIRE_SERVICES", None)  # a missing service skips here: the mutants are the point
     started = time.monotonic()
+    # A session of its own, so a timed-out run is ended with everything it started.
+    child = subprocess.Popen([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                             cwd=copy_root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    RUNNING.append(child)
     try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-                               "-p", "no:randomly", *tests], cwd=copy_root, env=env, timeout=timeout,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        passed = done.returncode == 0
+        passed = child.wait(timeout) == 0
     except subprocess.TimeoutExpired:
         passed = False  # a mutant that never ends is caught by the tests' silence
+        _end(child)
+    finally:
+        RUNNING.remove(child)
     shutil.rmtree(cache, ignore_errors=True)
     return passed, time.monotonic() - started
+
+
+RUNNING: list[subprocess.Popen] = []
+
+
+def _end(child: subprocess.Popen) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    child.wait()
+
+
+def _stop(signum, _frame) -> None:
+    """Ctrl-C or a kill: end the test run in flight, then unwind (the temporary copy goes)."""
+    for child in list(RUNNING):
+        _end(child)
+    raise SystemExit(128 + signum)
 
 
 def equivalent_keys() -> dict[str, str]:
@@ -277,6 +301,8 @@ def main() -> int:
                     print(mutant.key + ("   [equivalent]" if mutant.key in equivalent else ""))
         return 0
 
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
     began = time.monotonic()
     killed = total = 0
     survivors: list[str] = []
@@ -307,7 +333,9 @@ def main() -> int:
                             (copy_root / path).write_text(mutated_source(original, mutant))
                         except (AssertionError, IndexError, TypeError):
                             continue  # not expressible as code: no mutant
-                        passed, _seconds = run_tests(copy_root, tests, timeout, caches / f"{name}-{number}")
+                        passed, seconds = run_tests(copy_root, tests, timeout, caches / f"{name}-{number}")
+                        print(f"  [{path} #{number}] {'survived' if passed else 'killed'} in {seconds:.0f} s",
+                              file=sys.stderr, flush=True)
                         module_total += 1
                         if passed:
                             survivors.append(mutant.key)
