@@ -44,6 +44,9 @@ def test_backoff_doubles_from_its_base_with_jitter_up_to_its_cap():
     assert policy.backoff(1, rng=random.Random(1)) <= policy.backoff_base_s < policy.backoff(3, rng=random.Random(1))
     assert policy.backoff(50, rng=random.Random(1)) >= policy.backoff_cap_s / 2
     assert policy.backoff(0, rng=random.Random(1)) <= policy.backoff_base_s  # attempt 0 is treated as the first
+    # The jitter comes from the caller's generator when given (reproducible), else the module's.
+    assert policy.backoff(4, rng=random.Random(5)) == policy.backoff(4, rng=random.Random(5))
+    assert policy.backoff_base_s <= policy.backoff(2) <= 2 * policy.backoff_base_s
 
 
 def test_a_rate_limit_backs_off_longer_than_a_server_error():
