@@ -291,6 +291,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help=f"default: all of {', '.join(MODULES)}")
     parser.add_argument("--list", action="store_true", help="print the mutants, run nothing")
+    parser.add_argument("--only", metavar="TEXT", help="only the mutants whose key holds TEXT (re-check survivors)")
     args = parser.parse_args()
     chosen = args.modules or list(MODULES)
     unknown = [name for name in chosen if name not in MODULES]
@@ -301,6 +302,8 @@ def main() -> int:
         for name in chosen:
             for path in MODULES[name][0]:
                 for mutant in mutants_of(path):
+                    if args.only and args.only not in mutant.key:
+                        continue
                     print(mutant.key + ("   [equivalent]" if mutant.key in equivalent else ""))
         return 0
 
@@ -330,7 +333,7 @@ def main() -> int:
                 original = (copy_root / path).read_text()
                 try:
                     for number, mutant in enumerate(mutants_of(path)):
-                        if mutant.key in equivalent:
+                        if mutant.key in equivalent or (args.only and args.only not in mutant.key):
                             continue
                         try:
                             (copy_root / path).write_text(mutated_source(original, mutant))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from datetime import date
 from dataclasses import replace
 
@@ -71,7 +72,11 @@ def test_a_cut_download_is_resumed_by_the_next_run_with_the_validator_the_ledger
 
     server.route("/photo.png", Reply(body, content_type="image/png", etag=ETAG))
     assert fetch(server, store, items) == 0
-    assert only_task(store).state == "committed"
+    done = only_task(store)
+    assert (done.state, done.sha256, done.size, done.etag) == ("committed", items[0]["sha256"], len(body), ETAG)
+    with sqlite3.connect(store / "ledger.db") as conn:  # what the durations and failure reports read
+        started_at, finished_at = conn.execute("SELECT started_at, finished_at FROM mc_tasks").fetchone()
+    assert started_at is not None and finished_at is not None and started_at <= finished_at
     first, *resumed = server.requests_to("/photo.png")
     assert first.body_bytes == half and len(resumed) == 1
     assert resumed[0].headers.get("Range") == f"bytes={half}-" and resumed[0].headers.get("If-Range") == ETAG
