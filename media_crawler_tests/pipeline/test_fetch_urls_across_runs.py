@@ -2,7 +2,8 @@
 (a cut download is resumed, not fetched again from byte zero), the bad-bytes count (a
 file that never verifies stops after errors.ATTEMPTS.after_bad_bytes tries, in a final
 state), a stored blob (an item announcing its hash is committed without a download),
-and a lost .part (downloaded again, no hash trusted)."""
+a lost .part (downloaded again, no hash trusted), and an item the disk guard did not
+admit (handed back untouched, saying why)."""
 from __future__ import annotations
 
 import hashlib
@@ -74,8 +75,7 @@ def test_a_cut_download_is_resumed_by_the_next_run_with_the_validator_the_ledger
     assert fetch(server, store, items) == 0
     done = only_task(store)
     assert (done.state, done.sha256, done.size, done.etag) == ("committed", items[0]["sha256"], len(body), ETAG)
-    with sqlite3.connect(store / "ledger.db") as conn:  # what the durations and failure reports read
-        started_at, finished_at = conn.execute("SELECT started_at, finished_at FROM mc_tasks").fetchone()
+    started_at, finished_at = ledger_values(store, "started_at", "finished_at")  # what the durations report reads
     assert started_at is not None and finished_at is not None and started_at <= finished_at
     first, *resumed = server.requests_to("/photo.png")
     assert first.body_bytes == half and len(resumed) == 1
@@ -85,11 +85,11 @@ def test_a_cut_download_is_resumed_by_the_next_run_with_the_validator_the_ledger
     assert blob.read_bytes() == body
 
 
-def list_runtime(server, store, items: list[dict]):
+def list_runtime(server, store, items: list[dict], **settings):
     """The runtime and source fetch-urls would make for this list, discovered once."""
     feed = server.route("/feed.json", Reply(json.dumps({"items": items}).encode(), content_type="application/json"))
     config = config_from_dict({"store": str(store), "ledger_url": f"sqlite:///{store / 'ledger.db'}",
-                               "allow_hosts": ["127.0.0.1:*"], "sources": [{"urls": feed}]})
+                               "allow_hosts": ["127.0.0.1:*"], "sources": [{"urls": feed}], **settings})
     runtime, source = Runtime.from_config(config), Source.parse("urls", feed)
     discover(runtime, source, DayWindow(date.today()))
     return runtime, source
@@ -109,6 +109,23 @@ def test_an_item_whose_announced_hash_is_stored_is_committed_without_a_download(
     task = only_task(store)
     assert (task.state, task.sha256) == ("committed", digest)
     assert server.requests_to("/photo.png") == []
+    assert ledger_values(store, "committed_at")[0] is not None
+
+
+def ledger_values(store, *columns: str) -> tuple:
+    with sqlite3.connect(store / "ledger.db") as conn:
+        return conn.execute(f"SELECT {', '.join(columns)} FROM mc_tasks").fetchone()
+
+
+def test_items_not_admitted_by_the_disk_guard_are_handed_back_untouched_saying_why(server, tmp_path):
+    url = server.route("/photo.png", Reply(image_bytes("PNG"), content_type="image/png"))
+    store = tmp_path / "store"
+    runtime, source = list_runtime(server, store, [{"url": url}], min_free_bytes=2**62)
+    download_partition(runtime, source, None, workers=Workers(1))
+    task = only_task(store)
+    assert (task.state, task.attempts) == ("discovered", 0) and server.requests_to("/photo.png") == []
+    reason, since, cause, owner = ledger_values(store, "wait_reason", "wait_since", "wait_cause", "lease_owner")
+    assert (reason, cause, owner) == ("disk_guard", "disk_full", None) and since is not None
 
 
 def test_a_part_lost_before_verify_is_downloaded_again_without_its_hash(server, tmp_path):
