@@ -55,7 +55,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         T + "test_errors.py", T + "download/test_retry.py", T + "download/test_fetcher_errors.py",
         T + "download/test_resume_at_once.py", T + "pipeline/test_fetch_urls_across_runs.py"]),
     "transitions": (["media_crawler/store/transitions.py"], [
-        T + "pipeline/test_fetch_urls_across_runs.py", T + "store/test_ledger.py", T + "store/test_ledger_batches.py",
+        T + "store/test_transitions.py", T + "pipeline/test_fetch_urls_across_runs.py", T + "store/test_ledger.py",
+        T + "store/test_ledger_batches.py",
         T + "pipeline/test_claim_batches.py", T + "observe/test_waiting.py"]),
     "verify": ([f"media_crawler/verify/{name}.py" for name in ("images", "mp4", "webm", "signatures", "verify")], [
         T + "verify/test_images.py", T + "verify/test_mp4.py", T + "verify/test_signatures.py",
