@@ -84,12 +84,13 @@ class Mutant:
     kind: str
     variant: int
     line: int
+    column: int
     description: str
 
     @property
     def key(self) -> str:
         """How .ci/mutation-equivalent.txt names it: stable while the line's code stays."""
-        return f"{self.path}:{self.line}: {self.description}"
+        return f"{self.path}:{self.line}:{self.column}: {self.description}"
 
 
 def _skipped_nodes(tree: ast.AST) -> set[int]:
@@ -208,7 +209,8 @@ def mutants_of(path: str) -> list[Mutant]:
         if id(node) in skipped:
             continue
         for variant, description in enumerate(_variants(node)):
-            found.append(Mutant(path, index, type(node).__name__, variant, getattr(node, "lineno", 0), description))
+            found.append(Mutant(path, index, type(node).__name__, variant, getattr(node, "lineno", 0),
+                                getattr(node, "col_offset", 0), description))
     return found
 
 
