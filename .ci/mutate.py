@@ -294,6 +294,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help=f"default: all of {', '.join(MODULES)}")
     parser.add_argument("--list", action="store_true", help="print the mutants, run nothing")
+    parser.add_argument("--survivors", type=Path, default=SURVIVORS_FILE, help="where the survivors go")
     parser.add_argument("--only", metavar="TEXT", help="only the mutants whose key holds TEXT (re-check survivors)")
     args = parser.parse_args()
     chosen = args.modules or list(MODULES)
@@ -355,9 +356,9 @@ def main() -> int:
                     (copy_root / path).write_text(original)
             killed, total = killed + module_killed, total + module_total
             print(f"{name}: {module_killed}/{module_total} killed (tests alone: {baseline:.0f} s)", flush=True)
-    SURVIVORS_FILE.write_text("".join(f"{key}\n" for key in survivors))
+    args.survivors.write_text("".join(f"{key}\n" for key in survivors))
     minutes = (time.monotonic() - began) / 60
-    print(f"survivors: {SURVIVORS_FILE.relative_to(REPO)} ({len(survivors)}); took {minutes:.1f} min")
+    print(f"survivors: {args.survivors} ({len(survivors)}); took {minutes:.1f} min")
     print(f"mutation score: {killed}/{total} killed ({100 * killed / max(total, 1):.0f}%)")
     return 0
 
