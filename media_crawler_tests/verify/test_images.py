@@ -9,6 +9,7 @@ from PIL import Image
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.verify.images import DECODE_BUDGET_PIXELS, verify_image
+from media_crawler_tests.verify.hostile_media import _zero_frame_apng
 from media_crawler_tests.verify.media import image_bytes, png_bomb, png_chunk
 
 
@@ -67,12 +68,20 @@ def test_formats_outside_the_list_are_not_parsed(tmp_path):
     corrupt_message(write(tmp_path, image_bytes("BMP")))
 
 
+def large_png(width: int, height: int, rows: int, *, colour: int = 0, depth: int = 1) -> bytes:
+    """A PNG of zero pixels (cheap to build and inflate at any size) whose image data holds `rows` rows."""
+    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[colour]
+    row = b"\x00" * (1 + (width * channels * depth + 7) // 8)  # filter byte, then the packed pixels
+    packer = zlib.compressobj(1)
+    data = b"".join(packer.compress(row * min(256, rows - done)) for done in range(0, rows, 256)) + packer.flush()
+    palette = [(b"PLTE", b"\x00\x00\x00")] if colour == 3 else []
+    chunks = [(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, colour, 0, 0, 0)), *palette,
+              (b"IDAT", data), (b"IEND", b"")]
+    return b"\x89PNG\r\n\x1a\n" + b"".join(png_chunk(kind, payload) for kind, payload in chunks)
+
+
 def one_bit_png(width: int, height: int, rows: int) -> bytes:
-    """A 1-bit greyscale PNG (cheap to build and inflate at any size) whose image data holds `rows` rows."""
-    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
-    row = b"\x00" * (1 + (width + 7) // 8)  # filter byte, then the packed pixels
-    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", header) + png_chunk(b"IDAT", zlib.compress(row * rows, 1))
-            + png_chunk(b"IEND", b""))
+    return large_png(width, height, rows)
 
 
 def test_a_png_above_the_decode_budget_has_its_image_data_inflated_and_sized(tmp_path):
@@ -84,3 +93,17 @@ def test_a_png_above_the_decode_budget_has_its_image_data_inflated_and_sized(tmp
     assert "past the image's size" in corrupt_message(write(tmp_path, one_bit_png(5000, 4000, rows=4001), "long"))
     info = verify_image(write(tmp_path, one_bit_png(5000, 4000, rows=4000), "whole"))
     assert (info.media_type, info.width, info.height) == ("image/png", 5000, 4000)
+
+
+@pytest.mark.parametrize("colour, depth", [(0, 1), (2, 8), (3, 1), (4, 8), (6, 8)],
+                         ids=["grey", "rgb", "palette", "grey_alpha", "rgba"])
+def test_every_colour_type_above_the_decode_budget_is_sized_by_its_samples(tmp_path, colour, depth):
+    """Just above the budget (4001x4000): the expected size counts each colour type's samples."""
+    info = verify_image(write(tmp_path, large_png(4001, 4000, 4000, colour=colour, depth=depth), "whole"))
+    assert (info.width, info.height) == (4001, 4000)
+    short = large_png(4001, 4000, 3999, colour=colour, depth=depth)
+    assert "inflates to" in corrupt_message(write(tmp_path, short, "short"))
+
+
+def test_an_apng_announcing_zero_frames_is_refused(tmp_path):
+    assert "zero frames" in corrupt_message(write(tmp_path, _zero_frame_apng()))
