@@ -9,7 +9,7 @@ from PIL import Image
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.verify.images import DECODE_BUDGET_PIXELS, verify_image
-from media_crawler_tests.verify.hostile_media import _zero_frame_apng
+from media_crawler_tests.verify.hostile_media import _mpo, _zero_frame_apng
 from media_crawler_tests.verify.media import image_bytes, png_bomb, png_chunk
 
 
@@ -34,9 +34,14 @@ def test_real_images_pass_with_their_dimensions(tmp_path, image_format, media_ty
     assert (info.media_type, info.width, info.height) == (media_type, 640, 480)
 
 
-def test_a_large_jpeg_is_checked_through_a_reduced_draft(tmp_path):
-    info = verify_image(write(tmp_path, image_bytes("JPEG", size=(4000, 3000), quality=70)))
-    assert (info.width, info.height) == (4000, 3000)
+def test_a_jpeg_above_the_decode_budget_is_checked_through_a_reduced_draft(tmp_path):
+    info = verify_image(write(tmp_path, image_bytes("JPEG", size=(5000, 4000), quality=70)))
+    assert 5000 * 4000 > DECODE_BUDGET_PIXELS and (info.media_type, info.width, info.height) == ("image/jpeg", 5000, 4000)
+
+
+def test_an_mpo_is_a_jpeg_with_every_picture_decoded(tmp_path):
+    info = verify_image(write(tmp_path, _mpo()))
+    assert info.media_type == "image/jpeg" and info.frames == 2
 
 
 @pytest.mark.parametrize("image_format", ["JPEG", "PNG", "GIF", "WEBP"])
