@@ -67,6 +67,7 @@ def test_the_pixel_limit_is_ours_not_only_pillows(tmp_path):
     assert "pixel limit" in corrupt_message(path)
     small = write(tmp_path, image_bytes("PNG", size=(2000, 1000)), "small")
     assert "pixel limit" in corrupt_message(small, max_pixels=1_000_000)
+    assert verify_image(small, max_pixels=2000 * 1000).width == 2000  # the limit itself is allowed
 
 
 def test_formats_outside_the_list_are_not_parsed(tmp_path):
