@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export MEDIA_CRAWLER_HOME ?= $(CURDIR)/var
 export DAGSTER_HOME ?= $(CURDIR)/var/dagster_home
 
-.PHONY: install demo test ui sim bench clean
+.PHONY: install demo test ui sim bench mutate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ ui: install
 ## make bench: the peer download benchmark (writes bench/RESULTS.md)
 bench: install
 	bash bench/run.sh
+
+## make mutate [MUTATE="transitions errors"]: plant one bug at a time in the core modules and
+## run the tests covering each (.ci/mutate.py); ends with `mutation score: K/N killed (P%)`
+mutate: install
+	$(BIN)/python .ci/mutate.py $(MUTATE)
 
 clean:
 	rm -rf var

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             truth = requests.get(f"{sim.base_url}/_sim/truth", timeout=10).json()
             config_path = demo_config_path(home)
             config_path.write_text(yaml.safe_dump(demo_sources(sim.base_url), sort_keys=False))
-            before = _store_snapshot(home / "store")
+            before = store_snapshot(home / "store")
             print(f"crawling {len(demo_sources(sim.base_url)['sources'])} demo sources for {', '.join(truth['days'])} "
                   f"from the simulator at {sim.base_url} ...", file=sys.stderr)
             # Progress goes to stderr (when it is a terminal), which the redirect above leaves alone.
@@ -70,12 +70,12 @@ def run(args: argparse.Namespace) -> int:
                 outcome = crawl(config_path, truth["days"], progress_sinks=default_sinks())
         finally:
             sim.stop()
-    after = _store_snapshot(home / "store")
+    after = store_snapshot(home / "store")
     print("\n".join(summary_lines(home, dagster_home, config_path, log_path, outcome, before, after)))
     return 1 if outcome.failed else 0
 
 
-def _store_snapshot(root: Path) -> dict[str, int]:
+def store_snapshot(root: Path) -> dict[str, int]:
     from media_crawler.store.blob_store import open_blob_store
 
     store = open_blob_store(root)

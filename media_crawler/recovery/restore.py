@@ -94,7 +94,8 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
     manifest = layout.BackupManifest.read(backup_dir)
     versions = check_compatible(manifest, backup_dir)  # before anything is copied
     if home.exists() and any(home.iterdir()):
-        raise FileExistsError(f"{home} is not empty: restore only into a fresh location")
+        # A usage error (exit 2, one line), not a failure on the way: nothing was touched.
+        raise ConfigError(f"{home} is not empty: restore only into a fresh location (a new or empty --home)")
     started_at, started = time.time(), time.monotonic()
     home.mkdir(parents=True, exist_ok=True)
     store = open_blob_store(home / "store", create=True)

@@ -161,10 +161,6 @@ class Then:
     first: Transition
     second: Transition
 
-    @property
-    def state(self) -> str:
-        return self.columns()["state"]
-
     def columns(self) -> dict[str, Any]:
         return {**self.first.columns(), **self.second.columns()}
 

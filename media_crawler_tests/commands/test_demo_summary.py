@@ -4,7 +4,7 @@ import requests
 from dagster import DagsterInstance
 
 from media_crawler.commands.crawl import crawl
-from media_crawler.commands.demo import _store_snapshot, summary_lines
+from media_crawler.commands.demo import store_snapshot, summary_lines
 from media_crawler.config import load_config
 from media_crawler.dagster_home import ensure_dagster_home
 from media_crawler.store.ledger import Ledger
@@ -19,9 +19,9 @@ def test_every_summary_line_is_true_of_what_it_names(crawl_home, simulator, monk
                                                       {"bilibili": "user 666"}])
     config = load_config(config_path)
     day = requests.get(f"{simulator.base_url}/_sim/truth", timeout=5).json()["days"][-1]
-    before = _store_snapshot(config.store_root)
+    before = store_snapshot(config.store_root)
     outcome = crawl(config_path, [day])
-    after = _store_snapshot(config.store_root)
+    after = store_snapshot(config.store_root)
 
     lines = summary_lines(crawl_home, dagster_home, config_path, crawl_home / "crawl.log.jsonl", outcome,
                           before, after)

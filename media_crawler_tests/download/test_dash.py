@@ -63,9 +63,9 @@ def test_an_ffmpeg_failure_is_corrupt_media_and_leaves_nothing(tmp_path, tracks)
 # fragmented MP4 tracks, as DASH serves them, made by that ffmpeg.
 @pytest.fixture(scope="module")
 def real_ffmpeg():
-    import imageio_ffmpeg
+    from media_crawler_tests.real_ffmpeg import ffmpeg_exe
 
-    return imageio_ffmpeg.get_ffmpeg_exe()
+    return ffmpeg_exe()
 
 
 def _run(ffmpeg: str, *args: str) -> str:

@@ -14,6 +14,20 @@ def test_every_item_is_processed_once():
     assert all(o.ok for o in outcomes)
 
 
+def test_the_workers_run_items_at_once():
+    """All four workers hold an item at the same time: each waits at a barrier the other
+    three must reach (a pool running items one by one breaks it and fails here)."""
+    together = threading.Barrier(4, timeout=10)  # the timeout only ends a failing run
+
+    def meet(n):
+        together.wait()
+        return n
+
+    outcomes = list(run_bounded(meet, range(8), workers=4))
+    assert [o.error for o in outcomes if not o.ok] == []
+    assert sorted(o.result for o in outcomes) == list(range(8))
+
+
 def test_items_are_pulled_only_as_results_drain():
     pulled = 0
 

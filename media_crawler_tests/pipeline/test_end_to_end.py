@@ -6,6 +6,7 @@ import requests
 from dagster import DagsterInstance
 
 from media_crawler.commands.crawl import crawl
+from media_crawler.commands.demo import store_snapshot, summary_lines
 from media_crawler.config import load_config
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.conftest import write_config
@@ -21,12 +22,24 @@ def instance():
         yield inst
 
 
-def test_full_crawl_matches_simulator_truth_and_reruns_download_nothing(demo_config, simulator, instance):
+def demo_summary(demo_config, outcome, before, after, capsys) -> str:
+    """What `media-crawler demo` prints after a crawl (its own crawl is this one, on the
+    session's simulator: a second demo run of its own would cost another full crawl)."""
+    capsys.readouterr()
+    home = demo_config.parent
+    print("\n".join(summary_lines(home, home / "dagster_home", demo_config, home / "crawl.log.jsonl", outcome, before, after)))
+    return capsys.readouterr().out
+
+
+def test_full_crawl_matches_simulator_truth_and_reruns_download_nothing(demo_config, simulator, instance, capsys):
     truth = requests.get(f"{simulator.base_url}/_sim/truth", timeout=5).json()
+    config = load_config(demo_config)
+    before = store_snapshot(config.store_root)
     outcome = crawl(demo_config, truth["days"], instance=instance)
     assert not outcome.failed, [(p.source_key, p.day, p.error) for p in outcome.failed]
+    after = store_snapshot(config.store_root)
+    assert f"this run: {len(after)} new blobs" in demo_summary(demo_config, outcome, before, after, capsys)
 
-    config = load_config(demo_config)
     stored = blobs(config.store_root)
     expected = {item["sha256"] for item in truth["media"]}
     assert set(stored) == expected
@@ -43,6 +56,9 @@ def test_full_crawl_matches_simulator_truth_and_reruns_download_nothing(demo_con
     media_requests = sum(n for path, n in stats["requests"].items() if path.startswith("/media"))
     assert media_requests == 0
     assert set(blobs(config.store_root)) == expected
+    summary = demo_summary(demo_config, again, after, store_snapshot(config.store_root), capsys)
+    assert "this run: nothing new to download: every item was already seen" in summary
+    assert f"store: {len(expected)} blobs" in summary and "partitions: " in summary and " 0 failed" in summary
 
 
 def test_invalid_feed_json_fails_the_partition_with_a_parse_error(crawl_home, simulator, instance):

@@ -213,9 +213,48 @@ def test_first_successful_partition_is_the_first_run_to_succeed_after_the_restor
         first = first_successful_partition(instance, began)
         assert instance.get_run_by_id(after.run_id).status == DagsterRunStatus.SUCCESS
     assert first["run_id"] == after.run_id and first["partition"] == "2026-11-26|b"
-    assert 0 <= first["after_restore_began_s"] < 60
+    # The field is what it says (how long after the restore began the run ended), not a bound:
+    # how long a real restore takes to its first success is measured by `restore --times`.
+    assert first["after_restore_began_s"] == round(first["ended_at"] - began, 3) >= 0
 
 
 def succeed(instance, run, DagsterEvent, DagsterEventType) -> None:  # noqa: N803 - the classes, passed in
     for event_type in (DagsterEventType.PIPELINE_START, DagsterEventType.PIPELINE_SUCCESS):
         instance.report_dagster_event(DagsterEvent(event_type.value, run.job_name), run_id=run.run_id)
+
+
+def test_restore_refuses_a_home_that_is_not_empty_in_one_line_and_touches_nothing(small_crawl, tmp_path, capsys):
+    folder, home = tmp_path / "backup", tmp_path / "taken"
+    backup(small_crawl, None, folder)
+    home.mkdir()
+    (home / "notes.txt").write_text("someone's files")
+    assert cli_main(["restore", "--from", str(folder), "--home", str(home)]) == 2
+    line = failure_line(capsys)
+    assert line["error_class"] == "config_error" and "is not empty" in line["message"]
+    assert [path.name for path in home.iterdir()] == ["notes.txt"]
+    assert (home / "notes.txt").read_text() == "someone's files"
+
+
+def test_restore_fails_the_runs_in_flight_at_backup_time_and_leaves_finished_ones(small_crawl, tmp_path):
+    from dagster import DagsterRunStatus
+    from dagster._core.test_utils import create_run_for_test
+
+    from media_crawler_tests.recovery.test_restore_drill import dagster_home_at
+
+    original = dagster_home_at(tmp_path / "dagster_home")
+    with DagsterInstance.from_config(str(original)) as instance:
+        in_flight = create_run_for_test(instance, job_name="crawl", status=DagsterRunStatus.STARTED,
+                                        tags={"dagster/partition": "2026-11-25|a"})
+        finished = create_run_for_test(instance, job_name="crawl", status=DagsterRunStatus.SUCCESS)
+    folder = tmp_path / "backup"
+    backup(small_crawl, original, folder)
+    summary = restore(folder, tmp_path / "restored")
+
+    assert summary.pause["runs_failed"] == [in_flight.run_id]
+    with DagsterInstance.from_config(summary.dagster_home) as restored:
+        assert restored.get_run_by_id(in_flight.run_id).status == DagsterRunStatus.FAILURE
+        assert restored.get_run_by_id(finished.run_id).status == DagsterRunStatus.SUCCESS
+        failure = restored.all_logs(in_flight.run_id)[-1]
+        assert "in flight when the backup was taken" in failure.message
+    with DagsterInstance.from_config(str(original)) as instance:  # the original is left as it was
+        assert instance.get_run_by_id(in_flight.run_id).status == DagsterRunStatus.STARTED

@@ -1,0 +1,135 @@
+"""The resource bounds the tests used to assert, measured here instead: a test says what
+the product does; how fast and how small it does it depends on the machine, so it is
+measured on a stated workload and compared with the bound we hold ourselves to.
+
+Workloads (each prints one line: name, measured value, bound, ok/OVER):
+- hostile_fetch_rss: `fetch-urls --workers 4 --processes 1 --max-item-bytes 64 MiB` over the
+  hostile-media corpus of media_crawler_tests/verify (real and broken images and videos, a
+  2 GiB Content-Length lie, a body that never ends, 512 MiB gzip bombs), announced hashes
+  or not; the peak RSS of the fetch-urls process. Bound: 150 MB.
+- sim_world: a 10,000-accounts-per-platform simulated world of 30 days (10 posts a day) made,
+  and one account's day generated; the Python heap it grew by (tracemalloc). Bound: 4 MiB.
+- shard_walk: discovery of one shard of 8 URL feeds whose server answers each after 200 ms;
+  the wall time against walking them one after another (1.6 s). Bound: under half of that.
+
+    .venv/bin/python bench/limits.py [hostile_fetch_rss] [sim_world] [shard_walk]
+"""
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+# Runs argv[2:] and writes its peak RSS (KiB) to argv[1]. A small process of its own: a
+# child forked from a big process starts with that process's RSS counted in its peak
+# (ru_maxrss survives exec).
+RSS_WRAPPER = """import resource, subprocess, sys
+code = subprocess.call(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+open(sys.argv[1], "w").write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(code)
+"""
+
+
+def report(name: str, value: float, bound: float, unit: str) -> bool:
+    ok = value < bound
+    print(f"{name}: {value:.1f} {unit} (bound {bound:g} {unit}) {'ok' if ok else 'OVER'}")
+    return ok
+
+
+def hostile_fetch_rss() -> bool:
+    from media_crawler_tests.real_ffmpeg import ffmpeg_exe
+    from media_crawler_tests.verify import test_hostile_media as hostile
+    from media_crawler_tests.verify.hostile_media import media_corpus, real_videos
+
+    ok = True
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        corpus = {name: (data, kind, verdict)
+                  for name, data, kind, verdict in media_corpus(real_videos(ffmpeg_exe(), folder))}
+        server = hostile._QuietServer(("127.0.0.1", 0), hostile._Hostile)
+        server.feeds, server.corpus = {}, corpus
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            for with_hashes in (False, True):
+                url = hostile.feed(server, f"bench-{with_hashes}", with_hashes)
+                store, peak_file = folder / f"store-{with_hashes}", folder / f"peak-{with_hashes}"
+                subprocess.run([sys.executable, "-c", RSS_WRAPPER, str(peak_file), str(hostile.MEDIA_BIN),
+                                "fetch-urls", "--feed", url, "--store", str(store), "--allow-host", url,
+                                "--processes", "1", "--workers", "4", "--max-item-bytes", str(64 * 1024**2)],
+                               env={**os.environ, "MEDIA_CRAWLER_HOME": str(folder)}, timeout=600)
+                peak_mb = int(peak_file.read_text()) / 1024
+                ok &= report(f"hostile_fetch_rss ({'announced hashes' if with_hashes else 'no hashes'})",
+                             peak_mb, 150, "MB")
+        finally:
+            server.shutdown()
+            server.server_close()
+    return ok
+
+
+def sim_world() -> bool:
+    from media_crawler.sim.scale.world import BigWorld, WorldSize
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        world = BigWorld(WorldSize(10_000, 10_000, 10_000, 10_000, posts_per_day=10), seed=7, days=30)
+        world.account_day("weibo", 9_876, 29)
+        grown = sum(stat.size_diff for stat in tracemalloc.take_snapshot().compare_to(before, "filename"))
+    finally:
+        tracemalloc.stop()
+    return report("sim_world", grown / 2**20, 4, "MiB")
+
+
+def shard_walk() -> bool:
+    import yaml
+
+    from media_crawler.config import load_config
+    from media_crawler.models import DayWindow
+    from media_crawler.pipeline.discover import discover_sources
+    from media_crawler.pipeline.runtime import Runtime
+    from media_crawler_tests.one_answer_server import local_server
+
+    answer_s, feeds = 0.2, 8
+
+    def answer(_path: str):
+        time.sleep(answer_s)
+        return 200, {"Content-Type": "application/json"}, b"[]"
+
+    with tempfile.TemporaryDirectory() as home, local_server(answer) as origin:
+        home = Path(home)
+        path = home / "sources.yaml"
+        path.write_text(yaml.safe_dump({
+            "sources": [{"urls": f"{origin}/{n}.json"} for n in range(feeds)], "allow_hosts": [origin],
+            "platforms": {"urls": {"rate": 1000, "burst": 1000}}, "store": str(home / "store"),
+            "ledger_url": f"sqlite:///{home / 'ledger.db'}"}))
+        config = load_config(path)
+        runtime = Runtime.from_config(config)
+        try:
+            started = time.perf_counter()
+            discover_sources(runtime, config.sources, DayWindow.parse("2026-11-27"), run_id="bench")
+            elapsed = time.perf_counter() - started
+        finally:
+            runtime.close()
+    return report("shard_walk", elapsed, feeds * answer_s / 2, "s")
+
+
+BENCHES = {"hostile_fetch_rss": hostile_fetch_rss, "sim_world": sim_world, "shard_walk": shard_walk}
+
+if __name__ == "__main__":
+    chosen = sys.argv[1:] or list(BENCHES)
+    unknown = [name for name in chosen if name not in BENCHES]
+    if unknown:
+        sys.exit(f"unknown: {', '.join(unknown)} (choose from {', '.join(BENCHES)})")
+    os.environ.setdefault("MEDIA_CRAWLER_HOME", tempfile.mkdtemp(prefix="bench-limits-"))
+    results = [BENCHES[name]() for name in chosen]
+    sys.exit(0 if all(results) else 1)
