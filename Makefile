@@ -32,9 +32,9 @@ test: install
 ui: install
 	$(BIN)/python -m media_crawler.commands.ui --home $(MEDIA_CRAWLER_HOME)
 
-## make bench: the peer download benchmark (writes bench/RESULTS.md)
+## make bench: the peer download benchmark (writes bench/RESULTS.md); `python -m bench` lists the others
 bench: install
-	bash bench/run.sh
+	$(BIN)/python -m bench peer
 
 clean:
 	rm -rf var

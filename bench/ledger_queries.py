@@ -1,6 +1,6 @@
 """Time `failures`, `status` and a `metrics --once` scrape on a large ledger (issue 16).
 
-    python bench/ledger_queries.py NAME=sources.yaml [NAME=sources.yaml ...] [--repeat 3] [--per-query]
+    python -m bench ledger_queries NAME=sources.yaml [NAME=sources.yaml ...] [--repeat 3] [--per-query]
 
 Each command runs as a user runs it: `media-crawler <command> --config sources.yaml` in
 a subprocess, wall time, median of --repeat runs, with DAGSTER_HOME an empty instance
@@ -54,7 +54,6 @@ def time_command(argv: list[str], config: str, repeat: int, env: dict[str, str])
 
 def first_scrapes(config_path: str, count: int, env: dict[str, str]) -> list[tuple[float, str]]:
     """A ledger never folded before (as after a restore): each scrape folds one chunk."""
-    sys.path.insert(0, str(ROOT))
     from sqlalchemy import delete
 
     from media_crawler.observe.target import observed_config
@@ -78,7 +77,6 @@ def first_scrapes(config_path: str, count: int, env: dict[str, str]) -> list[tup
 
 
 def per_query(config_path: str, repeat: int) -> list[tuple[str, float]]:
-    sys.path.insert(0, str(ROOT))
     from media_crawler.models import PLATFORMS
     from media_crawler.store.reports import counts, delay_fold, delays, failures, platform_signals, waiting
     from media_crawler.observe.target import observed_config

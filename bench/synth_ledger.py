@@ -1,8 +1,8 @@
 """Fill a ledger with N synthesized rows (default 1,000,000) for the observability benchmark (issue 16).
 
-    python bench/synth_ledger.py sqlite:////tmp/mc_bench/ledger.db [--rows 1000000]
-    python bench/synth_ledger.py postgresql://postgres@127.0.0.1:5432/mc_bench_1m --create-db
-    python bench/synth_ledger.py URL --sources-yaml /tmp/mc_bench/sources.yaml --store /tmp/mc_bench/store
+    python -m bench synth_ledger sqlite:////tmp/mc_bench/ledger.db [--rows 1000000]
+    python -m bench synth_ledger postgresql://postgres@127.0.0.1:5432/mc_bench_1m --create-db
+    python -m bench synth_ledger URL --sources-yaml /tmp/mc_bench/sources.yaml --store /tmp/mc_bench/store
 
 The schema is the project's own: `Ledger(url)` creates and migrates it, and the rows
 go into `mc_tasks`, `mc_feed_errors` and `mc_rate_budget` as the stages would leave
@@ -38,14 +38,12 @@ from datetime import date, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from sqlalchemy import create_engine, insert, text
+from sqlalchemy.engine import make_url
 
-from sqlalchemy import create_engine, insert, text  # noqa: E402
-from sqlalchemy.engine import make_url  # noqa: E402
-
-from media_crawler.store import schema  # noqa: E402
-from media_crawler.store.database import normalize_url  # noqa: E402
-from media_crawler.store.ledger import Ledger  # noqa: E402
+from media_crawler.store import schema
+from media_crawler.store.database import normalize_url
+from media_crawler.store.ledger import Ledger
 
 T = schema.tasks
 SOURCES_PER_PLATFORM = {"bilibili": 4000, "weibo": 3000, "facebook": 2000, "urls": 1000}
