@@ -54,16 +54,11 @@ def time_command(argv: list[str], config: str, repeat: int, env: dict[str, str])
 
 def first_scrapes(config_path: str, count: int, env: dict[str, str]) -> list[tuple[float, str]]:
     """A ledger never folded before (as after a restore): each scrape folds one chunk."""
-    from sqlalchemy import delete
-
     from media_crawler.observe.target import observed_config
-    from media_crawler.store import schema
     from media_crawler.store.ledger import Ledger
-    from media_crawler.store.reports.delay_fold import FOLD_SOURCE_KEY
+    from media_crawler.store.reports.delay_fold import drop_saved_fold
 
-    engine = Ledger(observed_config(config_path).ledger_url).engine
-    with engine.begin() as conn:
-        conn.execute(delete(schema.cursors).where(schema.cursors.c.source_key == FOLD_SOURCE_KEY))
+    drop_saved_fold(Ledger(observed_config(config_path).ledger_url).engine)
     result = []
     for _ in range(count):
         started = time.monotonic()
