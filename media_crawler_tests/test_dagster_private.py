@@ -106,3 +106,11 @@ def test_the_sqlite_layout_is_where_dagster_writes_it(tmp_path):
     assert Path(sqlite_storage.event_log_storage.path_for_shard("a-run")) == ours.event_logs_dir / "a-run.db", \
         "Dagster moved the per-run event log files"
     assert ours.runs() == []
+
+
+def test_a_run_coordinator_still_reaches_its_instance_through_underscore_instance():
+    from dagster import QueuedRunCoordinator, SubmitRunContext
+
+    owner = [cls.__name__ for cls in QueuedRunCoordinator.__mro__ if "_instance" in vars(cls)]
+    assert owner, "QueuedRunCoordinator._instance is gone: update coordinator_instance in store/dagster_private.py"
+    assert "dagster_run" in SubmitRunContext._fields, "SubmitRunContext(dagster_run=...) changed (run_coordinator.py)"
