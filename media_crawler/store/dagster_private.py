@@ -26,9 +26,9 @@ at import time (see SqlRunStorage for why).
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from contextlib import contextmanager
 from typing import Any, Iterator, NamedTuple
 
 FAILURE_PREFIX = "dagster._core.definitions.events.Failure: "  # how Dagster names our Failure in a step error
