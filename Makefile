@@ -32,9 +32,9 @@ test: install
 ui: install
 	$(BIN)/python -m media_crawler.commands.ui --home $(MEDIA_CRAWLER_HOME)
 
-## make bench: the peer download benchmark (writes bench/RESULTS.md)
+## make bench: the peer download benchmark (writes bench/RESULTS.md); `python -m bench` lists the others
 bench: install
-	bash bench/run.sh
+	$(BIN)/python -m bench peer
 
 ## make mutate [MUTATE="transitions errors"]: plant one bug at a time in the core modules and
 ## run the tests covering each (.ci/mutate.py); ends with `mutation score: K/N killed (P%)`

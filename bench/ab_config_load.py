@@ -9,7 +9,7 @@ itself, `load_config` and then `definitions.defs()` (the code location as Dagste
 reusing the parse as a run worker does); interleaved A, B, A, B, ... so both sides see the
 same moments of the machine. Prints the medians per side and their ratio.
 
-    .venv/bin/python bench/ab_config_load.py [--sources 12800] [--loads 10]
+    .venv/bin/python -m bench ab_config_load [--sources 12800] [--loads 10]
 """
 from __future__ import annotations
 

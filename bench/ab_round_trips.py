@@ -10,7 +10,7 @@ Workload: PostgreSQL on 127.0.0.1, one SELECT by primary key per call, single th
 API GETs go to a local server answering `{}`, with 60 variables in the environment (a
 container's usual count). Prints per-call wall and CPU for each side, and their ratio.
 
-    .venv/bin/python bench/ab_round_trips.py [--calls 2000]
+    .venv/bin/python -m bench ab_round_trips [--calls 2000]
 """
 from __future__ import annotations
 
@@ -19,16 +19,13 @@ import os
 import sys
 import time
 import uuid
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from sqlalchemy import create_engine, text
 
-from sqlalchemy import create_engine, text  # noqa: E402
-
-from media_crawler.net.policy import UrlPolicy  # noqa: E402
-from media_crawler.platforms.transport import RequestsTransport  # noqa: E402
-from media_crawler.store.database import get_engine  # noqa: E402
-from media_crawler_tests.one_answer_server import one_answer_server  # noqa: E402
+from bench.instruments import json_server
+from media_crawler.net.policy import UrlPolicy
+from media_crawler.platforms.transport import RequestsTransport
+from media_crawler.store.database import get_engine
 
 ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 BLOCK = 100  # calls per side before switching: both sides see the same moments of the machine
@@ -95,7 +92,7 @@ def api_calls(calls: int) -> dict:
     for n in range(60 - len(os.environ)):
         os.environ[f"AB_FILLER_{n}"] = "x" * 40
     local = UrlPolicy.from_entries(["127.0.0.1:*"])
-    with one_answer_server(200, b"{}", {"Content-Type": "application/json"}) as origin:
+    with json_server({}) as origin:
         new = RequestsTransport(policy_for=lambda _p: local)
         old = EveryCallTransport(policy_for=lambda _p: local)
         url = origin + "/api"

@@ -1,6 +1,6 @@
 """`media-crawler crawl --workers 4` against `--workers 1`, in the same run, on a generated world.
 
-    .venv/bin/python bench/crawl_workers.py [--accounts 8] [--shards 2] [--latency-ms 1000] [--rates default|raised]
+    .venv/bin/python -m bench crawl_workers [--accounts 8] [--shards 2] [--latency-ms 1000] [--rates default|raised]
 
 The simulator serves a generated world (sim/scale/) whose every media answer waits
 --latency-ms first (1 s by default: a slow CDN, where a crawl is waiting, not
@@ -29,8 +29,9 @@ from pathlib import Path
 
 import yaml
 
+from bench.instruments import load_1min
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 DAY = date(2026, 11, 27)
 RAISED = {"rate": 1000, "burst": 1000}
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     size = WorldSize(bilibili_users=args.accounts, weibo_users=args.accounts, facebook_pages=args.accounts,
                      url_lists=args.accounts)
     walls, stores = {}, {}
-    load = os.getloadavg()[0]
+    load = load_1min()
     with Simulator(seed=1, end_date=DAY, days=1, port=0, behaviour=Behaviour(media_latency_ms=args.latency_ms),
                    size=size) as sim, tempfile.TemporaryDirectory(prefix="mc-crawl-workers-") as scratch:
         posts = sim.truth()["posts"]

@@ -26,13 +26,13 @@ import requests
 import sqlalchemy  # noqa: F401  (the ledger's import cost; see the docstring)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--feed", required=True)
     parser.add_argument("--store", required=True)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--processes", type=int, default=2)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     items = requests.get(args.feed, timeout=30).json()["items"]
     staging = os.path.join(args.store, "staging")
     blobs = os.path.join(args.store, "sha256")

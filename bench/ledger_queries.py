@@ -1,6 +1,6 @@
 """Time `failures`, `status` and a `metrics --once` scrape on a large ledger (issue 16).
 
-    python bench/ledger_queries.py NAME=sources.yaml [NAME=sources.yaml ...] [--repeat 3] [--per-query]
+    python -m bench ledger_queries NAME=sources.yaml [NAME=sources.yaml ...] [--repeat 3] [--per-query]
 
 Each command runs as a user runs it: `media-crawler <command> --config sources.yaml` in
 a subprocess, wall time, median of --repeat runs, with DAGSTER_HOME an empty instance
@@ -54,17 +54,11 @@ def time_command(argv: list[str], config: str, repeat: int, env: dict[str, str])
 
 def first_scrapes(config_path: str, count: int, env: dict[str, str]) -> list[tuple[float, str]]:
     """A ledger never folded before (as after a restore): each scrape folds one chunk."""
-    sys.path.insert(0, str(ROOT))
-    from sqlalchemy import delete
-
     from media_crawler.observe.target import observed_config
-    from media_crawler.store import schema
     from media_crawler.store.ledger import Ledger
-    from media_crawler.store.reports.delay_fold import FOLD_SOURCE_KEY
+    from media_crawler.store.reports.delay_fold import drop_saved_fold
 
-    engine = Ledger(observed_config(config_path).ledger_url).engine
-    with engine.begin() as conn:
-        conn.execute(delete(schema.cursors).where(schema.cursors.c.source_key == FOLD_SOURCE_KEY))
+    drop_saved_fold(Ledger(observed_config(config_path).ledger_url).engine)
     result = []
     for _ in range(count):
         started = time.monotonic()
@@ -78,7 +72,6 @@ def first_scrapes(config_path: str, count: int, env: dict[str, str]) -> list[tup
 
 
 def per_query(config_path: str, repeat: int) -> list[tuple[str, float]]:
-    sys.path.insert(0, str(ROOT))
     from media_crawler.models import PLATFORMS
     from media_crawler.store.reports import counts, delay_fold, delays, failures, platform_signals, waiting
     from media_crawler.observe.target import observed_config

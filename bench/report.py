@@ -3,13 +3,14 @@
 machine.json bench/run.sh writes) into bench/RESULTS.md: the machine, issue 4's
 acceptance lines with pass/fail, a short reading, and the full table of medians.
 
-    python bench/report.py /tmp/media-bench/results/<timestamp> > bench/RESULTS.md
+    python -m bench report /tmp/media-bench/results/<timestamp> > bench/RESULTS.md
 
 Medians and the x_curl ratio are computed the way the harness's own `bench.py table`
 computes them (x_curl: wall time over curl's in the same repetition, then the median).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -253,7 +254,7 @@ def before_and_after(grouped, before_rev: str) -> list[str]:
             "| set | before | now |", "|---|---|---|"] + lines
 
 
-def main(results: Path) -> str:
+def render(results: Path) -> str:
     records = load(results)
     if not records:
         raise SystemExit(f"no *.jsonl results in {results}")
@@ -287,7 +288,12 @@ def main(results: Path) -> str:
     return "\n".join(out) + "\n"
 
 
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="one run's results folder (run_bench.sh names it)")
+    sys.stdout.write(render(parser.parse_args(argv).results))
+    return 0
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit(__doc__)
-    sys.stdout.write(main(Path(sys.argv[1])))
+    sys.exit(main())

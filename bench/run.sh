@@ -8,7 +8,7 @@
 # PHASES: run_bench.sh's phases (phys clean small fault fault2) plus two of ours:
 # `big`, which run_bench.sh prepares (the 472 MB single file) but does not run: here it
 # measures peak RSS while the project downloads that file (BIG_TOOLS, BIG_REPS: its
-# tools, reps); and `floor`: bench/floor.py, only the per-blob work issue 4 requires
+# tools, reps); and `floor`: `python -m bench floor`, only the per-blob work issue 4 requires
 # (stream, sha256, fsync, link into sha256/ab/cd/), in the project's place, against
 # curl and req_pool8 on the main set (FLOOR_REPS): what any tool keeping those rules
 # takes on this machine.
@@ -60,7 +60,7 @@ if [[ " $PHASES " == *" big "* ]]; then
 fi
 
 if [[ " $PHASES " == *" floor "* ]]; then
-  BENCH_PROJECT_CMD="$REPO/.venv/bin/python $HERE/floor.py --feed {feed} --store {out}" \
+  BENCH_PROJECT_CMD="cd $REPO && $REPO/.venv/bin/python -m bench floor --feed {feed} --store {out}" \
     "$BENCH_WORK/venv/bin/python" "$SHARED/bench.py" run --set main --reps "${FLOOR_REPS:-3}" \
     --tools curl,req_pool8,project --tag floor --out "$RESULTS/floor_main.jsonl"
 fi
@@ -93,5 +93,5 @@ fi
   echo "}"
 } > "$RESULTS/machine.json"
 
-"$REPO/.venv/bin/python" "$HERE/report.py" "$RESULTS" > "$HERE/RESULTS.md"
+(cd "$REPO" && .venv/bin/python -m bench report "$RESULTS") > "$HERE/RESULTS.md"
 echo "bench: wrote $HERE/RESULTS.md from $RESULTS"

@@ -18,7 +18,7 @@ once, before the first round, as it would be once per code server. `to_child_s` 
 interpreter's start and the unpickling of the target, which imports its module (most of
 Dagster); `instance_s` includes importing dagster-postgres, SQLAlchemy and alembic.
 
-    .venv/bin/python bench/run_worker_start.py [--rounds 8]
+    .venv/bin/python -m bench run_worker_start [--rounds 8]
 """
 from __future__ import annotations
 
@@ -31,9 +31,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
 # What Dagster's code server has imported by the time it starts a run worker, minus user code:
 # the target's module and the run storage's.
@@ -67,8 +64,9 @@ def start_one(context, instance_ref) -> dict:
 
 def main(argv=None) -> int:
     from dagster._core.instance.ref import InstanceRef
-    from scale import speed_probe_ms
-    from scale_postgres import createdb, dropdb
+    from bench.instruments import load_1min
+    from bench.scale import speed_probe_ms
+    from bench.scale_postgres import createdb, dropdb
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
@@ -94,7 +92,7 @@ def main(argv=None) -> int:
                 sides["spawn"].append(start_one(spawn, ref))
                 sides["forkserver"].append(start_one(forkserver, ref))
             result: dict = dict(rounds=args.rounds, preload=PRELOAD, cpus=os.cpu_count(),
-                                load_1min=round(os.getloadavg()[0], 2),
+                                load_1min=round(load_1min(), 2),
                                 speed_probe_ms=[probe_before, speed_probe_ms()])
             for side, runs in sides.items():
                 for key in runs[0]:

@@ -1,9 +1,9 @@
 """Scale rows of issue 16: the production path (dagster-daemon, queued runs, PostgreSQL),
 `media-crawler crawl` on the embedded default, the Celery job, and sensor ticks with 10k sources.
 
-    .venv/bin/python bench/scale.py --row pg-10k-w4      # one row
-    .venv/bin/python bench/scale.py --all                # every row, in order
-    .venv/bin/python bench/scale.py --list
+    .venv/bin/python -m bench scale --row pg-10k-w4      # one row
+    .venv/bin/python -m bench scale --all                # every row, in order
+    .venv/bin/python -m bench scale --list
 
 Every row starts a generated world (`media-crawler sim ...`) in its own process, so
 the simulator's CPU is not counted, rewrites its sources.yaml with the row's shard
@@ -19,7 +19,7 @@ accounted through their parent's cutime/cstime (reaped) or their last sample
 and reported apart (`pg_backend_cpu_ms_per_item`). Nothing is added to pyproject.
 
 Here: the workloads, the rows and the command line. The instruments are in
-scale_instruments.py (CPU by process role, the simulator, the rate sampler),
+instruments.py (CPU by process role, the simulator, the rate sampler),
 scale_postgres.py (the row's database) and scale_figures.py (per-run figures).
 """
 from __future__ import annotations
@@ -40,12 +40,11 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-from scale_figures import (claim_latency, claim_query_timing, ledger_by_run, run_figures,  # noqa: E402
-                           unfinished_sensor_query)
-from scale_instruments import (BIN, CpuSampler, RateSampler, Sim, children_cpu_ms, free_port, ms,  # noqa: E402
+from bench.scale_figures import (claim_latency, claim_query_timing, ledger_by_run, run_figures,
+                                 unfinished_sensor_query)
+from bench.instruments import (BIN, CpuSampler, RateSampler, Sim, children_cpu_ms, free_port, load_1min, ms,
                                role_ms_per_item)
-from scale_postgres import backend_pids, createdb, dropdb, pg_figures, pg_query  # noqa: E402
+from bench.scale_postgres import backend_pids, createdb, dropdb, pg_figures, pg_query
 
 RESULTS = Path("/tmp/scale-results")
 PLATFORMS = ("bilibili", "weibo", "facebook", "urls")
@@ -213,7 +212,7 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
             cpu0, pg0 = sampler.ticks(), sum(sampler.backend_ticks.values())
             roles0 = sampler.ticks_by_role()
             sim_cpu0 = sim.cpu_ms()
-            rates = RateSampler(sim, PLATFORMS, RATE, BURST)
+            rates = RateSampler(lambda: sim.stats().get("requests", {}), PLATFORMS, RATE, BURST)
             rates.start()
             t0 = time.time()
             children_cpu_ms()  # from here: the backfill command's CPU alone
@@ -337,7 +336,7 @@ def crawl_row(name: str, spec: dict, workdir: Path) -> dict:
         shutil.copyfile(REPO / "media_crawler" / "instance" / "dagster.yaml", dagster_home / "dagster.yaml")
         env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "MEDIA_CRAWLER_LEDGER_URL")}
         env.update(MEDIA_CRAWLER_HOME=str(home), DAGSTER_HOME=str(dagster_home), FB_ACCESS_TOKEN="scale-token-not-secret")
-        rates = RateSampler(sim, PLATFORMS, RATE, BURST)
+        rates = RateSampler(lambda: sim.stats().get("requests", {}), PLATFORMS, RATE, BURST)
         rates.start()
         sim_cpu0 = sim.cpu_ms()
         t0 = time.time()
@@ -517,8 +516,7 @@ def speed_probe_ms() -> float:
 def machine() -> str:
     import dagster
 
-    load = os.getloadavg()
-    return (f"{host.node()}, {os.cpu_count()} cores shared with others' test runs (load {load[0]:.1f} at start), "
+    return (f"{host.node()}, {os.cpu_count()} cores shared with others' test runs (load {load_1min():.1f} at start), "
             f"Python {host.python_version()}, dagster {dagster.__version__}, "
             f"PostgreSQL {_pg_version()}")
 

@@ -1,9 +1,9 @@
 """What the per-run ledger queries cost on a big ledger: the lease scans, the claim, the
 unfinished-partitions query, and one tick of each sensor (issue 16, bench/SCALE.md "Found").
 
-    .venv/bin/python bench/synth_ledger.py postgresql://postgres@127.0.0.1:5432/mc_scale_1m --create-db \\
+    .venv/bin/python -m bench synth_ledger postgresql://postgres@127.0.0.1:5432/mc_scale_1m --create-db \\
         --sources-yaml /tmp/scale-1m/sources.yaml --store /tmp/scale-1m/store
-    .venv/bin/python bench/scale_ledger_scan.py postgresql+psycopg2://postgres@127.0.0.1:5432/mc_scale_1m \\
+    .venv/bin/python -m bench scale_ledger_scan postgresql+psycopg2://postgres@127.0.0.1:5432/mc_scale_1m \\
         /tmp/scale-1m/sources.yaml
 
 Read-only except `claim` (leases one shard-day's claimable rows, as a download step does)
@@ -11,27 +11,21 @@ and the sensors' registration of the 10,000 sources. Prints JSON.
 """
 from __future__ import annotations
 
+import argparse
 import json
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench.instruments import timed
 
 
-def timed(fn, repeat=3):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        value = fn()
-        times.append(time.perf_counter() - t)
-    return dict(median_ms=round(1000 * statistics.median(times), 1), runs_ms=[round(1000 * x, 1) for x in times]), value
-
-
-def main(url: str, sources_yaml: str) -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("url", help="the ledger's database URL (a ledger synth_ledger filled)")
+    parser.add_argument("sources_yaml", help="the sources.yaml synth_ledger wrote beside it")
+    args = parser.parse_args(argv)
+    url, sources_yaml = args.url, args.sources_yaml
     import yaml
     from sqlalchemy import func, select, text
 
@@ -71,7 +65,7 @@ def main(url: str, sources_yaml: str) -> int:
                                              "('committed','gone') group by source_key, day")):
                 plan = [row[0] for row in conn.execute(text(f"explain {sql}"))]
                 out[f"plan_{name}"] = plan[:4]
-    from scale import _time_sensors
+    from bench.scale import _time_sensors
 
     with tempfile.TemporaryDirectory(prefix="scale-1m-sensors-", dir="/tmp") as scratch:
         backend = "postgres" if url.startswith("postgresql") else "sqlite"
@@ -81,4 +75,4 @@ def main(url: str, sources_yaml: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main())

@@ -1,9 +1,10 @@
 """Markdown tables for bench/SCALE.md from the rows bench/scale.py left in /tmp/scale-results/*.json.
 
-    .venv/bin/python bench/scale_report.py [DIR]
+    .venv/bin/python -m bench scale_report [DIR]
 """
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -18,8 +19,10 @@ def big(runs, floor=500):
     return [r for r in runs if r["items"] >= floor and r.get("dagster_share") is not None]
 
 
-def main(directory: Path) -> int:
-    rows = load(directory)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("directory", type=Path, nargs="?", default=Path("/tmp/scale-results"))
+    rows = load(parser.parse_args(argv).directory)
     print("| row | path | sources | items | workers | wall s | items/s | crawler CPU ms/item | PG backends CPU ms/item "
           "| sim CPU ms/item | busiest ≥1 s window per platform (budget: rate × window + burst, see each row) | runs | items/run (min-max) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -77,4 +80,4 @@ def main(directory: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/tmp/scale-results")))
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """Scaling benchmark: items/s with 1, 2 and 4 workers against the simulator, with media latency injected.
 
-    .venv/bin/python bench/scaling.py [--workers 1,2,4] [--latency-ms 250] [--repeat 3] [--ledgers postgres,sqlite]
+    .venv/bin/python -m bench scaling [--workers 1,2,4] [--latency-ms 250] [--repeat 3] [--ledgers postgres,sqlite]
 
 Every media answer of the simulator waits --latency-ms first, so the crawl is
 I/O-bound as a real one is. A worker here is what `workers: N` means in a
@@ -26,7 +26,6 @@ import os
 import platform as host
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections import defaultdict
@@ -39,18 +38,16 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from media_crawler.sim.sources import DEMO_TOKEN_ENV, demo_sources  # noqa: E402
-from media_crawler.deploy.workers import WorkerPlan  # noqa: E402
+from bench.instruments import RateSampler
+from media_crawler.sim.sources import DEMO_TOKEN_ENV, demo_sources
+from media_crawler.deploy.workers import WorkerPlan
 
 # Requests per second and burst per platform: the budget every worker shares.
 BUDGETS = {"bilibili": (60.0, 10.0), "weibo": (60.0, 10.0), "facebook": (60.0, 10.0), "urls": (100.0, 10.0)}
 # The last row: weibo's budget cut far below what 4 workers would ask of it, to show
 # that the one shared budget, not the worker count, decides the rate a platform sees.
 HELD = ("weibo", (8.0, 4.0))
-SAMPLE_S = 0.25
-WINDOW_SAMPLES = 4  # 4 x 0.25 s: a 1 s window
+SAMPLE_S = 0.25  # the simulator's counters sampled every 0.25 s: the busiest window of >= 1 s is 4 samples
 
 
 @dataclass
@@ -116,34 +113,6 @@ def crawl_partition(source_key: str, day: str) -> int:
 
 # --- in the bench process ---------------------------------------------------------------
 
-class RateSampler(threading.Thread):
-    """Samples the simulator's per-platform request counters; keeps the busiest 1 s window."""
-
-    def __init__(self, stats) -> None:
-        super().__init__(daemon=True)
-        self.stats, self.samples, self.stopping = stats, [], threading.Event()
-
-    def run(self) -> None:
-        while not self.stopping.wait(SAMPLE_S):
-            self.samples.append(_per_platform(self.stats.snapshot()["requests"]))
-
-    def peaks(self) -> dict[str, int]:
-        peaks: dict[str, int] = defaultdict(int)
-        for later, earlier in zip(self.samples[WINDOW_SAMPLES:], self.samples):
-            for name, count in later.items():
-                peaks[name] = max(peaks[name], count - earlier.get(name, 0))
-        return dict(peaks)
-
-
-def _per_platform(requests_by_prefix: dict[str, int]) -> dict[str, int]:
-    counts: dict[str, int] = defaultdict(int)
-    for prefix, count in requests_by_prefix.items():
-        name = prefix.removeprefix("/media").strip("/").split("-")[0]  # /weibo-m, /media/weibo -> weibo
-        if name in BUDGETS:
-            counts[name] += count
-    return counts
-
-
 def write_config(workdir: Path, base_url: str, workers: int, ledger_url: str, budgets) -> Path:
     data = demo_sources(base_url)
     data.update(workers=workers, store=str(workdir / "store"), ledger_url=ledger_url)
@@ -201,7 +170,7 @@ def _timed_crawl(sim, workers: int, days: list[str], workdir: Path, ledger_url: 
                              initargs=(str(config_path), str(workdir / "worker.log"))) as pool:
         list(pool.map(_warm_up, range(workers)))  # process start-up and imports stay out of the timing
         sim.app.stats.reset()
-        sampler = RateSampler(sim.app.stats)
+        sampler = RateSampler(lambda: sim.app.stats.snapshot()["requests"], tuple(BUDGETS), interval=SAMPLE_S)
         sampler.start()
         started = time.monotonic()
         while queue or in_flight:
@@ -239,7 +208,7 @@ def render(tables: dict[str, list[Result]], args: argparse.Namespace, total_item
         "# Scaling: items/s by number of workers",
         "",
         f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {host.node()} ({os.cpu_count()} cores, "
-        f"Python {host.python_version()}) by `bench/scaling.py --workers {args.workers} --latency-ms {args.latency_ms:g} "
+        f"Python {host.python_version()}) by `python -m bench scaling --workers {args.workers} --latency-ms {args.latency_ms:g} "
         f"--repeat {args.repeat} --ledgers {args.ledgers}`; each row is the median of {args.repeat} runs.",
         "",
         f"Simulator: seed 1, {args.days} days, 6 demo sources ({total_items} media files in 18 partitions), every "

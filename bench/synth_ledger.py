@@ -1,8 +1,8 @@
 """Fill a ledger with N synthesized rows (default 1,000,000) for the observability benchmark (issue 16).
 
-    python bench/synth_ledger.py sqlite:////tmp/mc_bench/ledger.db [--rows 1000000]
-    python bench/synth_ledger.py postgresql://postgres@127.0.0.1:5432/mc_bench_1m --create-db
-    python bench/synth_ledger.py URL --sources-yaml /tmp/mc_bench/sources.yaml --store /tmp/mc_bench/store
+    python -m bench synth_ledger sqlite:////tmp/mc_bench/ledger.db [--rows 1000000]
+    python -m bench synth_ledger postgresql://postgres@127.0.0.1:5432/mc_bench_1m --create-db
+    python -m bench synth_ledger URL --sources-yaml /tmp/mc_bench/sources.yaml --store /tmp/mc_bench/store
 
 The schema is the project's own: `Ledger(url)` creates and migrates it, and the rows
 go into `mc_tasks`, `mc_feed_errors` and `mc_rate_budget` as the stages would leave
@@ -21,15 +21,13 @@ them. The workload (seeded, so both backends hold the same rows):
   canonical and signed media URLs, sha256 and sizes, run ids per partition run;
 - some hundreds of feed-page errors (mostly resolved) and a rate budget per platform.
 
-Inserted with COPY on PostgreSQL (then ANALYZE, as autovacuum would after such a load)
-and executemany in batches on SQLite (no ANALYZE: the project never runs one there).
+Loaded through the store (media_crawler/store/bulk_load.py): COPY on PostgreSQL (then
+ANALYZE, as autovacuum would after such a load) and executemany in batches on SQLite.
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
-import io
 import json
 import random
 import sys
@@ -38,16 +36,13 @@ from datetime import date, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
-from sqlalchemy import create_engine, insert, text  # noqa: E402
-from sqlalchemy.engine import make_url  # noqa: E402
+from media_crawler.store import bulk_load
+from media_crawler.store.database import normalize_url
+from media_crawler.store.ledger import Ledger
 
-from media_crawler.store import schema  # noqa: E402
-from media_crawler.store.database import normalize_url  # noqa: E402
-from media_crawler.store.ledger import Ledger  # noqa: E402
-
-T = schema.tasks
 SOURCES_PER_PLATFORM = {"bilibili": 4000, "weibo": 3000, "facebook": 2000, "urls": 1000}
 DAYS = 100
 HOUR = 3600.0
@@ -80,7 +75,6 @@ MESSAGES = {
     "storage_error": "rename into the store failed: EIO",
     "not_found": "HTTP 404 Not Found",
 }
-COPY_COLUMNS = [c.name for c in T.columns if c.name != "id"]
 
 
 def source_keys(rng: random.Random) -> list[tuple[str, str, str]]:
@@ -141,7 +135,7 @@ def rows(n: int, now: float, seed: int = 16):
             media = canonical
         size = int(rng.lognormvariate(13.5 if kind == "image" else 17.0, 1.0))
         sha = hashlib.sha256(item.encode()).hexdigest()
-        row = dict.fromkeys(COPY_COLUMNS)
+        row = dict.fromkeys(bulk_load.TASK_COLUMNS)
         row.update(platform=platform, item_id=item, variant=variant, kind=kind, source_key=source_key, day=day,
                    canonical_url=canonical, media_url=media, backup_urls="[]", published_at=f"{day}T12:00:00Z",
                    meta=json.dumps({"title": f"post {item}"}), expected_size=size if rng.random() < 0.5 else None,
@@ -219,47 +213,6 @@ def feed_error_rows(now: float, seed: int = 17, count: int = 600):
                "resolved_at": resolved}
 
 
-def _csv_value(value):
-    return "\\N" if value is None else value
-
-
-def load_postgres(engine, n: int, now: float, batch: int) -> None:
-    raw = engine.raw_connection()
-    try:
-        cur = raw.cursor()
-        buffer, written = io.StringIO(), 0
-        writer = csv.writer(buffer, delimiter="\t", quotechar='"', lineterminator="\n")
-        sql = f"COPY {T.name} ({', '.join(COPY_COLUMNS)}) FROM STDIN WITH (FORMAT csv, DELIMITER E'\\t', NULL '\\N')"
-        for row in rows(n, now):
-            writer.writerow([_csv_value(row[c]) for c in COPY_COLUMNS])
-            written += 1
-            if written % batch == 0:
-                buffer.seek(0)
-                cur.copy_expert(sql, buffer)
-                buffer.seek(0)
-                buffer.truncate()
-                print(f"  {written:,} rows", file=sys.stderr, flush=True)
-        buffer.seek(0)
-        cur.copy_expert(sql, buffer)
-        raw.commit()
-    finally:
-        raw.close()
-
-
-def load_sqlite(engine, n: int, now: float, batch: int) -> None:
-    statement = insert(T)
-    with engine.begin() as conn:
-        chunk = []
-        for written, row in enumerate(rows(n, now), 1):
-            chunk.append(row)
-            if len(chunk) >= batch:
-                conn.execute(statement, chunk)
-                chunk = []
-                print(f"  {written:,} rows", file=sys.stderr, flush=True)
-        if chunk:
-            conn.execute(statement, chunk)
-
-
 def write_sources_yaml(path: Path, url: str, store: Path) -> None:
     import yaml
 
@@ -299,16 +252,13 @@ def main(argv: list[str] | None = None) -> int:
             Path(str(path) + suffix).unlink(missing_ok=True)
     started = time.monotonic()
     ledger = Ledger(args.url)  # the real schema and migrations
-    engine = ledger.engine
-    (load_postgres if postgres else load_sqlite)(engine, args.rows, now, args.batch)
-    with engine.begin() as conn:
-        conn.execute(insert(schema.feed_errors), list(feed_error_rows(now)))
-        conn.execute(insert(schema.rate_budget), [
-            {"platform": p, "tokens": 4.0, "updated_at": now - 30, "rate": 5.0, "base_rate": 5.0, "burst": 10.0,
-             "slow_until": 0.0, "in_flight": 0} for p in SOURCES_PER_PLATFORM])
-    if postgres:
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text("VACUUM ANALYZE"))
+    bulk_load.load_tasks(ledger, rows(args.rows, now), args.batch,
+                         progress=lambda written: print(f"  {written:,} rows", file=sys.stderr, flush=True))
+    bulk_load.load_feed_errors(ledger, feed_error_rows(now))
+    bulk_load.load_rate_budgets(ledger, [
+        {"platform": p, "tokens": 4.0, "updated_at": now - 30, "rate": 5.0, "base_rate": 5.0, "burst": 10.0,
+         "slow_until": 0.0, "in_flight": 0} for p in SOURCES_PER_PLATFORM])
+    bulk_load.analyze(ledger)
     print(f"{args.rows:,} rows into {make_url(normalize_url(args.url)).render_as_string(hide_password=True)} "
           f"in {time.monotonic() - started:.0f} s (now={now:.0f})", file=sys.stderr)
     if args.sources_yaml:

@@ -168,3 +168,17 @@ def _names_a_store(node: ast.AST) -> bool:
     """`store.x`, `self.store.x`, `runtime.store.x`: an expression whose last name is a store."""
     last = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
     return last == "store" or last.endswith("_store")
+
+
+def test_only_one_module_reaches_into_dagster_private_api():
+    """`dagster._...` (an import anywhere in a module, or a string naming it) only in store/dagster_private.py,
+    so a Dagster pin bump has one module to fix and test_dagster_private.py names what moved."""
+    reaching = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0
+                     else [alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.value] if isinstance(node, ast.Constant) and isinstance(node.value, str) else [])
+            if any(name.startswith("dagster._") for name in names):
+                reaching.add(path.relative_to(PACKAGE).as_posix())
+    assert reaching <= {"store/dagster_private.py"}, "put what Dagster keeps private in store/dagster_private.py"

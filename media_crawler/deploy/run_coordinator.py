@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dagster import DagsterRun, QueuedRunCoordinator, SubmitRunContext
 
 from media_crawler.deploy.workers import PLATFORM_TAG
+from media_crawler.store.dagster_private import coordinator_instance
 from media_crawler.shards import is_shard_key, shard_platform
 
 # Dagster's tags for a run of one multi-partition key ("day|shard") and its dimensions.
@@ -49,7 +50,7 @@ class PlatformTaggingRunCoordinator(QueuedRunCoordinator):
         run = context.dagster_run
         added = with_platform_tag(run.tags)
         if added:
-            self._instance.add_run_tags(run.run_id, added)
+            coordinator_instance(self).add_run_tags(run.run_id, added)
             run = run.with_tags({**run.tags, **added})
             context = context._replace(dagster_run=run)
         return super().submit_run(context)

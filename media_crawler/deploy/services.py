@@ -188,9 +188,9 @@ def grpc_workspace(path: Path, host: str, port: int) -> Path:
 
 def wait_for_code_server(host: str, port: int, service: Service, timeout: float = 120.0) -> None:
     """Until the code server answers a ping with its code loaded (or its process died)."""
-    from dagster._grpc.client import DagsterGrpcClient
+    from media_crawler.store.dagster_private import grpc_client
 
-    client = DagsterGrpcClient(host=host, port=port)
+    client = grpc_client(host, port)
     deadline = time.monotonic() + timeout
     last = "no answer yet"
     while time.monotonic() < deadline:

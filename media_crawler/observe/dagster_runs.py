@@ -14,15 +14,14 @@ Dagster itself is not imported to read this (its imports and opening an instance
 cost 1.2-2.5 s of every `status` and `metrics --once`): `instance_from_environment`
 reads the storage DAGSTER_HOME/dagster.yaml names with SQL when it is one Dagster
 ships as SQL tables (the default SQLite files under DAGSTER_HOME, `storage: sqlite`,
-`storage: postgres`): SqlRunStorage, a few bounded reads of the `runs` and
-`event_logs` tables. Any other storage (a custom class, the legacy `run_storage`
+`storage: postgres`): SqlRunStorage (store/dagster_private.py, with the measured
+reason), a few bounded reads of the `runs` and `event_logs` tables. Any other storage (a custom class, the legacy `run_storage`
 keys) is read through DagsterInstance as before (ApiRunStorage); so is an
 instance a caller passes in. Labels stay bounded: the platform (from the run's
 tags) and the stage the step is (fetch, download, verify, commit).
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -31,7 +30,7 @@ from typing import Any, Callable
 
 from media_crawler.config import environment_value
 from media_crawler.models import platform_names
-from media_crawler.store.dagster_tables import STEP_EVENT_KINDS, RunRow, SqlRunStorage
+from media_crawler.store.dagster_private import STEP_EVENT_KINDS, RunRow, SqlRunStorage
 from media_crawler.store.reports.delays import DELAY_BUCKETS, DELAY_WINDOW_S, _round, percentile
 
 PLATFORM_TAG = "media_crawler/platform"  # deploy/workers.py
@@ -149,14 +148,6 @@ class ApiRunStorage:
 def run_storage(instance) -> "SqlRunStorage | ApiRunStorage":
     """The reads of this module over `instance`: a SqlRunStorage as it is, a DagsterInstance wrapped."""
     return instance if isinstance(instance, (SqlRunStorage, ApiRunStorage)) else ApiRunStorage(instance)
-
-
-def _run_tags(body: str | None) -> dict[str, str]:
-    """The tags of a serialized DagsterRun (the run_body column), as DagsterRun.tags reads them."""
-    if not body:
-        return {}
-    tags = json.loads(body).get("tags") or {}
-    return {str(key): str(value) for key, value in tags.items()} if isinstance(tags, dict) else {}
 
 
 def _string_source(value: Any) -> str | None:

@@ -9,11 +9,11 @@ MEDIA_CRAWLER_DEBUG=1.
 from __future__ import annotations
 
 from media_crawler.config import debug_enabled
+from media_crawler.store.dagster_private import FAILURE_PREFIX
 
 __all__ = ["debug_enabled", "exception_summary", "failure_message", "without_stack_trace"]
 _DAGSTER_TRACE_MARK = "\nStack Trace:"
 _CAUSE_MARKS = ("\nThe above exception was caused by", "\nThe above exception occurred during")
-_FAILURE_PREFIX = "dagster._core.definitions.events.Failure: "  # how Dagster names our Failure in a step error
 
 
 def without_stack_trace(text: str) -> str:
@@ -32,8 +32,8 @@ def exception_summary(formatted: str) -> str:
 
 
 def failure_message(dagster_error_message: str) -> str:
-    """A step failure's message as a person reads it: no trace, no `dagster._core...Failure: ` prefix."""
+    """A step failure's message as a person reads it: no trace, no prefix naming Dagster's Failure class."""
     text = without_stack_trace(dagster_error_message).strip()
-    if text.startswith(_FAILURE_PREFIX):
-        text = text[len(_FAILURE_PREFIX):]
+    if text.startswith(FAILURE_PREFIX):
+        text = text[len(FAILURE_PREFIX):]
     return text

@@ -44,13 +44,9 @@ class DispatchPause:
 
 @contextmanager
 def code_location_repository(instance: DagsterInstance, location_name: str = LOCATION_NAME):
-    from dagster._core.remote_origin import InProcessCodeLocationOrigin
-    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+    from media_crawler.store.dagster_private import in_process_code_location
 
-    origin = InProcessCodeLocationOrigin(
-        loadable_target_origin=LoadableTargetOrigin(executable_path=sys.executable, module_name=DEFINITIONS_MODULE),
-        location_name=location_name)
-    with origin.create_location(instance) as location:
+    with in_process_code_location(instance, DEFINITIONS_MODULE, location_name, sys.executable) as location:
         [repository] = location.get_repositories().values()  # Definitions make exactly one
         yield repository
 

@@ -75,7 +75,7 @@ def _run_worker_pid(context) -> int | None:
 
 def fail_dead_runs(instance: DagsterInstance) -> list[DagsterRun]:
     """Mark failed every STARTING/STARTED run whose recorded process is gone; returns them."""
-    from dagster._core.events import JobFailureData, RunFailureReason
+    from media_crawler.store.dagster_private import unexpected_termination
 
     failed = []
     records = instance.get_run_records(RunsFilter(statuses=[DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]))
@@ -87,7 +87,7 @@ def fail_dead_runs(instance: DagsterInstance) -> list[DagsterRun]:
         instance.report_run_failed(
             run, message=f"media-crawler: the process that ran this run ({token}) is gone (killed or crashed); "
                          "marked failed so the partition can be re-run",
-            job_failure_data=JobFailureData(error=None, failure_reason=RunFailureReason.UNEXPECTED_TERMINATION))
+            job_failure_data=unexpected_termination())
         failed.append(run)
     return failed
 

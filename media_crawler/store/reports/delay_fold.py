@@ -125,3 +125,11 @@ class CommittedDelays:
             self._saved_upto = self._upto
         except Exception:  # read-only, locked, or two first scrapes inserting at once: keep it in memory
             self._saved_upto = self._upto  # tried: the next try when the fold has advanced again
+
+
+def drop_saved_fold(engine: Engine) -> None:
+    """Forget the fold kept in the ledger: the next scrape folds the committed rows again, chunk
+    by chunk, as on a ledger never folded before (after a restore; `python -m bench ledger_queries`)."""
+    C = schema.cursors
+    with engine.begin() as conn:
+        conn.execute(C.delete().where(C.c.source_key == FOLD_SOURCE_KEY, C.c.name == FOLD_NAME))

@@ -1,18 +1,42 @@
-"""What bench/scale.py measures with: CPU of process trees (by process role), the
-simulator in its own process, and the simulator's request counters against the rate budget."""
+"""What the benchmarks measure with, in one place: wall time of a call repeated, the host's
+load, CPU of process trees (by process role) and of reaped children, the simulator in its
+own process, the simulator's request counters against the rate budget, and a local HTTP
+server that gives every GET the same answer."""
 from __future__ import annotations
 
+import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import threading
 import time
 from collections import defaultdict
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Callable, Iterator
 
 BIN = Path(sys.executable).parent
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+# --- time and load -----------------------------------------------------------------
+
+def timed(fn, repeat: int = 3):
+    """({median_ms, runs_ms}, the last value) of `fn()` called `repeat` times."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        value = fn()
+        times.append(time.perf_counter() - t)
+    return dict(median_ms=round(1000 * statistics.median(times), 1), runs_ms=[round(1000 * x, 1) for x in times]), value
+
+
+def load_1min() -> float:
+    """The host's 1-minute load average: what else competed for the cores while a row ran."""
+    return os.getloadavg()[0]
 
 
 # --- CPU of process trees ------------------------------------------------------------
@@ -177,17 +201,21 @@ class Sim:
 
 
 class RateSampler(threading.Thread):
-    """The simulator's request counters every 0.5 s; the busiest 1 s window per platform."""
+    """The simulator's request counters every `interval` s; the busiest 1 s window per platform.
 
-    def __init__(self, sim: Sim, platforms: tuple[str, ...], rate: float, burst: float) -> None:
+    counts: the simulator's requests by path prefix (a Sim's stats over HTTP, or an
+    in-process simulator's); rate and burst: the budget `budget()` checks against."""
+
+    def __init__(self, counts: Callable[[], dict], platforms: tuple[str, ...], rate: float = 0.0,
+                 burst: float = 0.0, interval: float = 0.5) -> None:
         super().__init__(daemon=True)
-        self.sim, self.samples, self.stopping = sim, [], threading.Event()
-        self.platforms, self.rate, self.burst = platforms, rate, burst
+        self.counts, self.samples, self.stopping = counts, [], threading.Event()
+        self.platforms, self.rate, self.burst, self.interval = platforms, rate, burst, interval
 
     def run(self) -> None:
-        while not self.stopping.wait(0.5):
+        while not self.stopping.wait(self.interval):
             try:
-                self.samples.append((time.monotonic(), _per_platform(self.sim.stats().get("requests", {}), self.platforms)))
+                self.samples.append((time.monotonic(), _per_platform(self.counts(), self.platforms)))
             except Exception:
                 pass
 
@@ -239,3 +267,28 @@ def children_cpu_ms() -> float:
     children_cpu_ms.previous = value
     return value - previous
 
+
+
+@contextmanager
+def json_server(body: dict) -> Iterator[str]:
+    """Serve `body` as JSON to every GET on 127.0.0.1, one thread per request; yields the origin URL."""
+    payload = json.dumps(body).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *_args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
