@@ -21,6 +21,7 @@ BENCHMARKS = {  # name -> what it measures (each module's docstring says more)
     "ledger_queries": "`failures`, `status` and `metrics --once` on a large ledger",
     "run_worker_start": "what a Dagster run worker pays before its run starts, by part",
     "ab_config_load": "A/B: a run worker loading sources.yaml, parsed against cached",
+    "limits": "the resource bounds the tests used to assert: fetch-urls RSS, the lazy world's heap, a shard walk",
     "ab_round_trips": "A/B: two per-call costs, a ledger round trip and requests' environment settings",
 }
 

@@ -270,12 +270,15 @@ def children_cpu_ms() -> float:
 
 
 @contextmanager
-def json_server(body: dict) -> Iterator[str]:
-    """Serve `body` as JSON to every GET on 127.0.0.1, one thread per request; yields the origin URL."""
+def json_server(body: object, delay_s: float = 0.0) -> Iterator[str]:
+    """Serve `body` as JSON to every GET on 127.0.0.1, one thread per request, each answer
+    after `delay_s` (a slow origin); yields the origin URL."""
     payload = json.dumps(body).encode()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (http.server's name)
+            if delay_s:
+                time.sleep(delay_s)
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

@@ -12,7 +12,10 @@ Workloads (each prints one line: name, measured value, bound, ok/OVER):
 - shard_walk: discovery of one shard of 8 URL feeds whose server answers each after 200 ms;
   the wall time against walking them one after another (1.6 s). Bound: under half of that.
 
-    .venv/bin/python bench/limits.py [hostile_fetch_rss] [sim_world] [shard_walk]
+    .venv/bin/python -m bench limits [hostile_fetch_rss] [sim_world] [shard_walk]
+
+hostile_fetch_rss reads the hostile-media corpus where it lives, beside the tests that
+judge it (media_crawler_tests/verify): the one import of the tests bench/ allows.
 """
 from __future__ import annotations
 
@@ -25,9 +28,6 @@ import threading
 import time
 import tracemalloc
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 # Runs argv[2:] and writes its peak RSS (KiB) to argv[1]. A small process of its own: a
 # child forked from a big process starts with that process's RSS counted in its peak
@@ -97,15 +97,11 @@ def shard_walk() -> bool:
     from media_crawler.models import DayWindow
     from media_crawler.pipeline.discover import discover_sources
     from media_crawler.pipeline.runtime import Runtime
-    from media_crawler_tests.one_answer_server import local_server
+
+    from bench.instruments import json_server
 
     answer_s, feeds = 0.2, 8
-
-    def answer(_path: str):
-        time.sleep(answer_s)
-        return 200, {"Content-Type": "application/json"}, b"[]"
-
-    with tempfile.TemporaryDirectory() as home, local_server(answer) as origin:
+    with tempfile.TemporaryDirectory() as home, json_server([], delay_s=answer_s) as origin:
         home = Path(home)
         path = home / "sources.yaml"
         path.write_text(yaml.safe_dump({
@@ -125,11 +121,20 @@ def shard_walk() -> bool:
 
 BENCHES = {"hostile_fetch_rss": hostile_fetch_rss, "sim_world": sim_world, "shard_walk": shard_walk}
 
-if __name__ == "__main__":
-    chosen = sys.argv[1:] or list(BENCHES)
+
+def main(argv: list[str]) -> int:
+    chosen = argv or list(BENCHES)
+    if "--help" in chosen or "-h" in chosen:
+        print(__doc__)
+        return 0
     unknown = [name for name in chosen if name not in BENCHES]
     if unknown:
-        sys.exit(f"unknown: {', '.join(unknown)} (choose from {', '.join(BENCHES)})")
+        print(f"unknown: {', '.join(unknown)} (choose from {', '.join(BENCHES)})", file=sys.stderr)
+        return 2
     os.environ.setdefault("MEDIA_CRAWLER_HOME", tempfile.mkdtemp(prefix="bench-limits-"))
     results = [BENCHES[name]() for name in chosen]
-    sys.exit(0 if all(results) else 1)
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
