@@ -123,8 +123,6 @@ def register_environment_secrets(env_names: Iterable[str] = ()) -> None:
     A cookie header value ("SUB=...; SUBP=...") is registered whole and part by
     part, since an error text may quote one cookie without the others.
     """
-    from media_crawler.config import environment_value  # here: config imports modules that import this one
-
     for name in {*env_names, *DEFAULT_CREDENTIAL_ENVS}:
         value = environment_value(name)
         register_secret(value)

@@ -87,16 +87,16 @@ def test_only_the_store_spells_ledger_rows():
     assert spelled == [], "name the move as a transition in media_crawler/store/transitions.py"
 
 
-def test_the_environment_is_read_in_config_and_cli_only():
+def test_the_environment_is_read_in_its_module_only():
     readers = []
     for name, tree in modules():
-        if name in ("config.py", "cli.py"):
+        if name == "environment.py":
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv", "unsetenv") \
                     and isinstance(node.value, ast.Name) and node.value.id == "os":
                 readers.append(f"{name}:{node.lineno}")
-    assert readers == [], "read the environment through media_crawler/config.py"
+    assert readers == [], "read the environment through media_crawler/environment.py"
 
 
 def test_no_platform_is_named_outside_its_package_and_the_simulator():

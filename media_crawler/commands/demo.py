@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from media_crawler.dagster_home import ensure_dagster_home
-from media_crawler.config import HOME_ENV, default_environment, demo_config_path, home_default, set_environment
+from media_crawler.environment import HOME_ENV, default_environment, demo_config_path, home_default, set_environment
 from media_crawler.sim.sources import demo_environment, demo_sources
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from media_crawler.config import config_path_default
+from media_crawler.environment import config_path_default
 from media_crawler.models import platform_names
 
 

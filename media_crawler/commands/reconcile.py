@@ -18,7 +18,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from media_crawler.config import CONFIG_ENV, ConfigError, config_from_dict, config_path_default, load_config
+from media_crawler.config import ConfigError, config_from_dict, load_config
+from media_crawler.environment import CONFIG_ENV, config_path_default
 from media_crawler.store.database import normalize_url
 
 SHOWN_PER_KIND = 10

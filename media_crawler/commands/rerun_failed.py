@@ -25,7 +25,8 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from media_crawler.config import config_path_default, load_config
+from media_crawler.config import load_config
+from media_crawler.environment import config_path_default
 
 _SPAN = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -97,7 +97,7 @@ def plan_from_environment(config_path: str | os.PathLike | None = None) -> Worke
     Used while the code location loads, so an unreadable sources file means
     one worker rather than a code location that fails to load.
     """
-    from media_crawler.config import default_config_path, workers_override
+    from media_crawler.environment import default_config_path, workers_override
 
     override = workers_override()
     if override:

@@ -29,7 +29,7 @@ import urllib3
 from urllib3 import HTTPHeaderDict
 from urllib3.util import make_headers
 
-from media_crawler.config import ca_bundle_override
+from media_crawler.environment import ca_bundle_override
 from media_crawler.http import NO_RETRIES, CrawlerSession, Timeouts
 from media_crawler.net.pinning import PINNED_POOL_CLASSES
 from media_crawler.net.proxies import PerOrigin, environment_proxy

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from media_crawler.config import environment_value
+from media_crawler.environment import environment_value
 from media_crawler.models import platform_names
 from media_crawler.store.dagster_tables import STEP_EVENT_KINDS, RunRow, SqlRunStorage
 from media_crawler.store.reports.delays import DELAY_BUCKETS, DELAY_WINDOW_S, _round, percentile

@@ -32,7 +32,8 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from media_crawler.config import CrawlConfig, environment_value
+from media_crawler.config import CrawlConfig
+from media_crawler.environment import environment_value
 from media_crawler.recovery.copying import BlobCopy, copy_blobs, copy_tree_of_sqlite, pg_dump, sqlite_copy
 from media_crawler.store.blob_store import open_blob_store
 from media_crawler.store.snapshots import leases_held_in, schema_version_in

@@ -44,7 +44,8 @@ from pathlib import Path
 import yaml
 
 from media_crawler.dagster_home import INSTANCE_TEMPLATE
-from media_crawler.config import ConfigError, environment_value, set_environment
+from media_crawler.config import ConfigError
+from media_crawler.environment import environment_value, set_environment
 from media_crawler.recovery import backup as layout
 from media_crawler.recovery.copying import copy_blobs, copy_tree_of_sqlite, pg_restore, sqlite_copy
 from media_crawler.recovery.dispatch import LOCATION_NAME, DispatchPause, pause_dispatch, resume_dispatch

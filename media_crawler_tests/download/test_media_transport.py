@@ -65,7 +65,7 @@ def test_a_download_without_an_adapter_user_agent_names_the_crawler(server):
 
 
 def test_the_environment_may_name_a_private_ca_bundle(monkeypatch, tmp_path):
-    from media_crawler.config import ca_bundle_override
+    from media_crawler.environment import ca_bundle_override
 
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
