@@ -31,6 +31,8 @@ import threading
 from typing import Iterable
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
+from media_crawler.environment import environment_value
+
 MASK = "***"
 MIN_SECRET_LENGTH = 6  # shorter values would mangle whole texts without protecting anything
 
