@@ -81,7 +81,7 @@ def summary_lines(home, dagster_home, config_path, log_path, outcome, before, af
     """The demo's closing report; every line is read from where it claims to be (the ledger,
     the store, the run outcomes), and each place is named by what it is."""
     from media_crawler.config import load_config
-    from media_crawler.models import platform_names
+    from media_crawler.platforms.registry import names as platform_names
     from media_crawler.store.ledger import COMMITTED, Ledger
     from media_crawler.store.reports.reads import failure_counts_by_class, totals_by_platform_kind_state
     from media_crawler.store.urls import display_url

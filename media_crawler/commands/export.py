@@ -11,7 +11,7 @@ import json
 import sys
 
 from media_crawler.environment import config_path_default
-from media_crawler.models import platform_names
+from media_crawler.platforms.registry import names as platform_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

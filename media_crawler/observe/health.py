@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from media_crawler.config import CrawlConfig
-from media_crawler.models import platform_names
+from media_crawler.platforms.registry import names as platform_names
 from media_crawler.store.reports import platform_signals
 from media_crawler.scrub import excerpt
 from media_crawler.observe.status import disk_usage

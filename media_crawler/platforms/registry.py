@@ -7,7 +7,7 @@ entry-point group `media_crawler.platforms`:
     [project.entry-points."media_crawler.platforms"]
     instagram = "mc_instagram:SPEC"
 
-Everything that lists platforms (models.platform_names, config.py, shards.py, the
+Everything that lists platforms (`names()`, config.py, shards.py, the
 rate budget, `normalize`, the demo, the simulator) asks `specs()`. The answer is
 cached; `clear_cache()` forgets it (tests that add a distribution to sys.path).
 """
@@ -16,8 +16,9 @@ from __future__ import annotations
 import functools
 import importlib
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
+from media_crawler.models import Source
 from media_crawler.platform_spec import PlatformSpec
 from media_crawler.scrub import register_signature_params
 
@@ -79,6 +80,12 @@ def spec_for(platform: str) -> PlatformSpec:
         return specs()[platform]
     except KeyError:
         raise ValueError(f"unknown platform {platform!r}; expected one of {', '.join(specs())}") from None
+
+
+def parse_source(platform: str, text: Any, options: Mapping[str, Any] | None = None) -> Source:
+    """`("bilibili", "user 12345")`, `("urls", "http://host/feed.json")`: the platform's
+    spec (platform_spec.py) reads the entry; an unknown platform is a one-line ValueError."""
+    return spec_for(platform.strip().lower()).parse_source(text, options)
 
 
 def build_adapter(platform: str, settings: "PlatformSettings", transport: "ApiTransport") -> "PlatformAdapter":

@@ -38,6 +38,7 @@ import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import KINDS, DayWindow, ItemError, MediaRecord, Source
+from media_crawler.platforms.registry import parse_source
 from media_crawler.platforms.base import PlatformSettings
 from media_crawler.platforms.bilibili.client import BilibiliAdapter
 from media_crawler.platforms.facebook import normalize as facebook
@@ -321,7 +322,7 @@ def run_bilibili(name: str, answer: Any, rng: random.Random) -> list:
     routes = {BILI_ROUTES[key]: [text] for key, text in valid.items()}
     routes[BILI_ROUTES[endpoint]] = [answer, valid[endpoint]]
     adapter = BilibiliAdapter(PlatformSettings(api_base=BILI_API), FuzzTransport(routes))
-    return crawl(adapter, Source.parse("bilibili", "user 900408"), DayWindow(date(2025, 4, 22)))
+    return crawl(adapter, parse_source("bilibili", "user 900408"), DayWindow(date(2025, 4, 22)))
 
 
 WEIBO_M, WEIBO_AJAX = "http://127.0.0.1:9/weibo-m", "http://127.0.0.1:9/weibo"
@@ -370,7 +371,7 @@ def run_weibo(name: str, answer: Any, rng: random.Random) -> list:
         except CrawlError as error:
             found.append(error)
         return found + resolve_some(adapter, found)
-    source = Source.parse("weibo", "user 1669879400", {"api": api})
+    source = parse_source("weibo", "user 1669879400", {"api": api})
     return crawl(adapter, source, DayWindow(day))
 
 
@@ -401,7 +402,7 @@ def run_facebook(name: str, answer: Any, rng: random.Random) -> list:
             usage_from_headers({header: answer})
     adapter = FacebookAdapter(PlatformSettings(api_base=FB_API), FuzzTransport(routes, default=empty))
     window = DayWindow(FB_WINDOW.get(name, date(2024, 3, 1)))
-    return found + crawl(adapter, Source.parse("facebook", "page 528144077089525"), window)
+    return found + crawl(adapter, parse_source("facebook", "page 528144077089525"), window)
 
 
 URL_FEED = "http://127.0.0.1:9/urls/feed.json"
@@ -424,7 +425,7 @@ URL_FEEDS = {
 def run_urls(name: str, answer: Any, rng: random.Random) -> list:
     routes = {"/urls/feed.json": [answer, '{"items": []}']}
     adapter = UrlsAdapter(PlatformSettings(), FuzzTransport(routes, default='{"items": []}'))
-    return crawl(adapter, Source.parse("urls", URL_FEED), DayWindow(date(2026, 11, 26)))
+    return crawl(adapter, parse_source("urls", URL_FEED), DayWindow(date(2026, 11, 26)))
 
 
 def crawl(adapter, source: Source, window: DayWindow) -> list:
