@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _store_snapshot(root: Path) -> dict[str, int]:
-    from media_crawler.store.blob_store import open_blob_store
+    from media_crawler.store.open_store import open_blob_store
 
     store = open_blob_store(root)
     return {sha256: store.size(sha256) for sha256 in store.iter_sha256s()}

@@ -37,7 +37,7 @@ def manifest_rows(ledger, store, since: float | None = None, platform: str | Non
 def run(args: argparse.Namespace) -> int:
     from media_crawler.commands.durations import since_to_epoch
     from media_crawler.config import load_config
-    from media_crawler.store.blob_store import open_blob_store
+    from media_crawler.store.open_store import open_blob_store
     from media_crawler.store.ledger import Ledger
 
     config = load_config(args.config)

@@ -75,7 +75,7 @@ def _sqlite_file(url: str) -> Path | None:
 
 def run(args: argparse.Namespace) -> int:
     from media_crawler.recovery.reconcile import reconcile
-    from media_crawler.store.blob_store import open_blob_store
+    from media_crawler.store.open_store import open_blob_store
     from media_crawler.store.ledger import Ledger
 
     store_root, ledger_url = store_and_ledger(args)

@@ -27,7 +27,7 @@ from media_crawler.platforms.registry import names as platform_names
 from media_crawler.store.reports import platform_signals
 from media_crawler.scrub import excerpt
 from media_crawler.observe.status import disk_usage
-from media_crawler.store.blob_store import open_blob_store
+from media_crawler.store.open_store import open_blob_store
 from media_crawler.store.database import Engine
 from media_crawler.store.reports import probes
 

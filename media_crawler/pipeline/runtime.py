@@ -11,7 +11,8 @@ from media_crawler.deploy.workers import DOWNLOAD_THREADS_PER_WORKER
 from media_crawler.net.policy import UrlPolicy
 from media_crawler.scrub import register_environment_secrets
 from media_crawler.platforms.base import PlatformAdapter
-from media_crawler.store.blob_store import BlobStore, open_blob_store
+from media_crawler.store.blob_store import BlobStore
+from media_crawler.store.open_store import open_blob_store
 from media_crawler.store.ledger import Ledger
 
 

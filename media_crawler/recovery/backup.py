@@ -35,7 +35,7 @@ from pathlib import Path
 from media_crawler.config import CrawlConfig
 from media_crawler.environment import environment_value
 from media_crawler.recovery.copying import BlobCopy, copy_blobs, copy_tree_of_sqlite, pg_dump, sqlite_copy
-from media_crawler.store.blob_store import open_blob_store
+from media_crawler.store.open_store import open_blob_store
 from media_crawler.store.snapshots import leases_held_in, schema_version_in
 from media_crawler.store.urls import is_postgres, same_postgres_database, sqlite_file
 

@@ -89,7 +89,7 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
     from dagster import DagsterInstance
 
     from media_crawler.recovery.reconcile import reconcile
-    from media_crawler.store.blob_store import open_blob_store
+    from media_crawler.store.open_store import open_blob_store
     from media_crawler.store.ledger import Ledger
 
     manifest = layout.BackupManifest.read(backup_dir)

@@ -13,27 +13,25 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
 
 from sqlalchemy import and_, bindparam, func, or_, select, update
 
-from media_crawler.errors import CrawlError, FinalState
+from media_crawler.errors import CrawlError
 from media_crawler.models import ItemError, Lease, MediaRecord, iso_utc
 from media_crawler.crashpoints import MID_LEDGER_BATCH, crash_point
 from media_crawler.scrub import excerpt, mask_secrets, scrub_url
 from media_crawler.store import schema
 from media_crawler.store.database import get_engine, lock_ids_in_order, lock_rows_in_id_order, migrate
+# The states, importable from here as before (most callers know the ledger, not states.py).
+from media_crawler.store.states import (  # noqa: F401
+    COMMITTED, DISCOVERED, DOWNLOADED, DOWNLOADING, FAILED, FINISHED_STATES, GONE, RETRY_WAIT, STATES, VERIFIED)
 
-if TYPE_CHECKING:  # transitions.py names the states from this module
+if TYPE_CHECKING:  # transitions.py takes its states from states.py, so this edge is one-way
     from media_crawler.store.transitions import Transition
 
 T = schema.tasks
 
-DISCOVERED, DOWNLOADING, DOWNLOADED, VERIFIED, COMMITTED = "discovered", "downloading", "downloaded", "verified", "committed"
-# A failure's final state is its error class's (errors.py): the same two words.
-RETRY_WAIT, FAILED, GONE = "retry_wait", FinalState.FAILED.value, FinalState.GONE.value
-FINISHED_STATES = (COMMITTED, GONE)
 # The variant of a row the crawler made rather than downloaded: a DASH group's
 # tracks muxed into one MP4 (pipeline/mux_tracks.py). Its blob, if lost, is made
 # again from the tracks, never downloaded.
 MUX_VARIANT = "mux"
-STATES = (DISCOVERED, DOWNLOADING, DOWNLOADED, VERIFIED, COMMITTED, RETRY_WAIT, FAILED, GONE)
 # Rows one claim leases at most: a longer list is claimed in several passes.
 CLAIM_LIMIT = 10_000
 
