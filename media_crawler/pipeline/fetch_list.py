@@ -23,7 +23,7 @@ from typing import Any, Callable, ContextManager
 
 from media_crawler.config import CrawlConfig
 from media_crawler.errors import CrawlError
-from media_crawler.http import make_session
+from media_crawler.sessions import make_session
 from media_crawler.models import DayWindow, Source
 from media_crawler.observe.events import log_item
 from media_crawler.pipeline.discover import discover

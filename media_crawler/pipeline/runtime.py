@@ -37,7 +37,7 @@ def runtime_session() -> requests.Session:
     """The HTTP session of one worker: a worker (one run, one partition at a time)
     downloads with a fixed number of threads, so its pool size does not depend on the
     configuration; `workers: N` adds run slots, not threads (deploy/workers.py)."""
-    from media_crawler.http import make_session
+    from media_crawler.sessions import make_session
 
     return make_session(pool_size=DOWNLOAD_THREADS_PER_WORKER * 2)
 

@@ -13,7 +13,8 @@ from media_crawler.download.media_transport import MediaTransport
 from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.download.responses import open_following_redirects
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.http import Timeouts, make_session
+from media_crawler.http import Timeouts
+from media_crawler.sessions import make_session
 from media_crawler.net.policy import UrlPolicy
 from media_crawler.platforms.transport import RequestsTransport
 from media_crawler_tests.download.httpserver import Reply
