@@ -22,7 +22,7 @@ from collections.abc import Mapping  # not typing's: its isinstance costs 10 us,
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from media_crawler.environment import CONFIG_ENV, default_config_path, environment_value, home_dir, ledger_url_override
 from media_crawler.models import Source
@@ -349,3 +349,12 @@ def _own_setting(where: str, setting: Setting, value: Any) -> Any:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):  # names
         raise ConfigError(f"{where} must be a list of names such as [a, b], not {shown(value)}")
     return tuple(value)
+
+
+def unset_credential_messages(config: CrawlConfig, platforms: Sequence[str] | None = None) -> list[str]:
+    """One line per unset variable of `platforms` (default: those with a configured source):
+    `FB_ACCESS_TOKEN is not set (platforms.facebook.credential_env.access_token)`."""
+    wanted = set(platforms) if platforms is not None else {source.platform for source in config.sources}
+    return [f"{env} is not set (platforms.{platform}.credential_env.{key})"
+            for platform, names in sorted(config.unset_credentials().items()) if platform in wanted
+            for key, env in names]

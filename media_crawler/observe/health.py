@@ -122,7 +122,7 @@ def _platform_outages(health: Callable[[], dict[str, dict[str, Any]]]) -> dict[s
 
 def _credentials_set(config: CrawlConfig) -> str:
     """Every variable `credential_env` names for a platform with sources is set (names, never values)."""
-    from media_crawler.pipeline.credentials import unset_credential_messages
+    from media_crawler.config import unset_credential_messages
 
     missing = unset_credential_messages(config)
     if missing:

@@ -7,8 +7,8 @@ import requests
 
 from media_crawler.config import CrawlConfig
 from media_crawler.platform_spec import PlatformSettings
-from media_crawler.deploy.workers import DOWNLOAD_THREADS_PER_WORKER
 from media_crawler.net.policy import UrlPolicy
+from media_crawler.pipeline.scheduling import DOWNLOAD_THREADS_PER_WORKER
 from media_crawler.scrub import register_environment_secrets
 from media_crawler.platforms.base import PlatformAdapter
 from media_crawler.store.blob_store import BlobStore
