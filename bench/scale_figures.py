@@ -124,7 +124,7 @@ def claim_query_timing(config_path: Path, days: list[str], repeat: int = 5) -> d
 
 def unfinished_sensor_query(config_path: Path) -> float:
     from media_crawler.config import load_config
-    from media_crawler.pipeline.unfinished import unfinished_partitions
+    from media_crawler.store.reports.reads import unfinished_partition_counts as unfinished_partitions
     from media_crawler.store.ledger import Ledger
 
     ledger = Ledger(load_config(config_path).ledger_url)

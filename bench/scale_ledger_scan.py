@@ -35,9 +35,9 @@ def main(url: str, sources_yaml: str) -> int:
     import yaml
     from sqlalchemy import func, select, text
 
-    from media_crawler.pipeline.unfinished import unfinished_partitions
+    from media_crawler.store.reports.reads import unfinished_partition_counts as unfinished_partitions
     from media_crawler.models import Lease
-    from media_crawler.recovery.leases import dead_owners
+    from media_crawler.pipeline.leases import dead_owners
     from media_crawler.shards import PartitionLayout
     from media_crawler.store.ledger import Ledger
     from media_crawler.store.schema import tasks as T

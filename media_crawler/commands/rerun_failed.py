@@ -57,7 +57,7 @@ def plan_reruns(instance, config, since: timedelta) -> tuple[list[Rerun], list[s
     """(partitions to re-run, notes about partitions left alone)."""
     from media_crawler.defs.partitions import split_partition_key
     from media_crawler.shards import is_shard_key
-    from media_crawler.pipeline.unfinished import unfinished_partitions
+    from media_crawler.store.reports.reads import unfinished_partition_counts as unfinished_partitions
     from media_crawler.recovery.runs import failed_partitions, in_flight_partitions
     from media_crawler.store.ledger import Ledger
 

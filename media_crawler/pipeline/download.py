@@ -5,7 +5,7 @@ the same partition, or a worker restarted after a crash, never downloads an
 item another live worker holds; an expired lease means a dead worker and the
 item is claimable again. Per-item retries happen here, driven by the error
 taxonomy; what is still failing afterwards waits in `retry_wait` with a
-growing delay. When a whole platform is failing (recovery/outage.py), the
+growing delay. When a whole platform is failing (download/outage.py), the
 stage stops handing its items out, so a platform answering 500 for an hour is
 retried gently across runs instead of burning every retry in its first minute.
 """
@@ -31,10 +31,10 @@ from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.pipeline.scheduling import SizeAwareOrder
 from media_crawler.crashpoints import AFTER_CLAIM, AFTER_DOWNLOAD_LEDGER, AFTER_PART_WRITE, crash_point
-from media_crawler.recovery.leases import LeaseHeartbeat, release_dead_leases
-from media_crawler.recovery.liveness import lease_owner
-from media_crawler.recovery.outage import OutageBreaker
-from media_crawler.recovery.staging import remove_committed_staging
+from media_crawler.pipeline.leases import LeaseHeartbeat, release_dead_leases
+from media_crawler.pipeline.liveness import lease_owner
+from media_crawler.download.outage import OutageBreaker
+from media_crawler.store.staging import remove_committed_staging
 from media_crawler.store.ledger import GONE, Task
 from media_crawler.store.transitions import (
     AlreadyCommitted, Downloaded, DownloadFailed, FailedAttempt, HandedBack, Then, Transition,
@@ -127,7 +127,7 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
     tasks = claim()
     # A kill between the store's link and the unlink of the staging name leaves a .part
     # that is a second name of a committed blob: drop those before any download can write
-    # into one (recovery/staging.py). After the claim: a row we now hold is linked by no one else.
+    # into one (store/staging.py). After the claim: a row we now hold is linked by no one else.
     remove_committed_staging(runtime.store, runtime.ledger)
     sinks = progress_sinks if progress_sinks is not None else [LogSink(stage="download")]
     with LeaseHeartbeat(runtime.ledger, owner, LEASE_S), Progress("download", len(tasks), sinks=sinks) as progress:

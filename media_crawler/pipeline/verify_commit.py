@@ -17,8 +17,9 @@ from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.crashpoints import AFTER_COMMIT_LEDGER, AFTER_LINK_BEFORE_LEDGER, AFTER_VERIFY, crash_point
-from media_crawler.recovery.leases import LeaseKeeper, claim_in_state
-from media_crawler.recovery.liveness import lease_owner
+from media_crawler.pipeline.leases import LeaseKeeper
+from media_crawler.pipeline.liveness import lease_owner
+from media_crawler.store.leases import claim_in_state
 from media_crawler.verify.verify import verify_file
 from media_crawler.store.ledger import DISCOVERED, DOWNLOADED, GONE, VERIFIED, Ledger, Task
 from media_crawler.store.transitions import Committed, FailedAttempt, Released, StagingLost, Verified

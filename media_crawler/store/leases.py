@@ -3,7 +3,7 @@
 The download stage's claim and every owner's heartbeat are Ledger methods
 (store/ledger.py); the leases of the verify and commit stages, and the release
 of leases whose holder died, are here. Which holder is dead is not the store's
-to judge (recovery/leases.py asks the process table): these functions only read
+to judge (pipeline/leases.py asks the process table): these functions only read
 the leases and apply what the caller decided.
 """
 from __future__ import annotations
@@ -18,6 +18,8 @@ from media_crawler.store.database import lock_rows_in_id_order
 from media_crawler.store.ledger import DISCOVERED, DOWNLOADING, Ledger, SourceScope, T, Task, where_sources
 
 _CHUNK = 500  # ids per IN (...) list: far below SQLite's variable limit
+# A verify or commit lease's length; its holder's keeper (pipeline/leases.py) renews it a third of the way in.
+STAGE_LEASE_S = 300.0
 
 
 def latest_expiry_by_owner(ledger: Ledger) -> dict[str, float]:
@@ -62,7 +64,7 @@ def drop_leases_of(ledger: Ledger, owner: str) -> None:
 
 
 def claim_in_state(ledger: Ledger, state: str, *, source_key: SourceScope, day: str | None, owner: str,
-                   lease_s: float) -> list[Task]:
+                   lease_s: float = STAGE_LEASE_S) -> list[Task]:
     """Lease the partition's rows in `state` that nobody holds, or whose lease expired."""
     now = time.time()
     free = or_(T.c.lease_owner.is_(None), T.c.lease_expires_at < now)

@@ -296,7 +296,7 @@ def test_the_auth_alert_fires_resolves_after_the_renewed_token_and_fires_again(o
 
 def test_the_outage_threshold_and_classes_are_the_breakers():
     """The store may not import recovery/: the threshold is repeated, and must stay the same."""
-    from media_crawler.recovery import outage
+    from media_crawler.download import outage
     from media_crawler.store.reports import platform_incidents
 
     assert platform_incidents.OUTAGE_STREAK == outage.OUTAGE_THRESHOLD

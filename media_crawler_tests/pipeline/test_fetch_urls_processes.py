@@ -85,7 +85,7 @@ def test_the_rows_of_a_shard_process_that_dies_are_taken_over(fresh_sim, tmp_pat
 
     def dying_shard(runtime, source, threads, shard):
         if shard == (1, 2):  # lease its rows, then die as a SIGKILL would leave them
-            from media_crawler.recovery.liveness import lease_owner
+            from media_crawler.pipeline.liveness import lease_owner
 
             runtime.ledger.claim(source_key=source.key, day=None, lease=Lease(lease_owner(None), 600), shard=shard)
             os._exit(9)

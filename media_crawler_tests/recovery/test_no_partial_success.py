@@ -14,7 +14,7 @@ from media_crawler.defs.partitions import partition_key
 from media_crawler.defs.resources import crawl_resources
 from media_crawler.definitions import crawl_assets_for
 from media_crawler.platforms.registry import parse_source
-from media_crawler.recovery.liveness import process_token
+from media_crawler.pipeline.liveness import process_token
 from media_crawler.recovery.runs import PROCESS_TAG
 from media_crawler.sim import faults
 from media_crawler.sim.server import Simulator

@@ -19,7 +19,7 @@ from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.recovery.backup import required_credentials
 from media_crawler.recovery.dispatch import code_location_repository, instigator_running
-from media_crawler.recovery.liveness import lease_owner
+from media_crawler.pipeline.liveness import lease_owner
 from media_crawler.store.ledger import Ledger, T
 from media_crawler.store.schema import SCHEMA_VERSION
 from media_crawler_tests.shard_support import demo_layout, partition_of
