@@ -63,7 +63,8 @@ class ItemOutcome:
     validator: str | None = None  # resume validator of a partial .part, kept for the next run
     # What an `after_download` continuation did with the staged file (fetch-urls
     # verifies and commits in the worker): `.transition` follows the download in the
-    # same ledger write, `.emit()` logs its stage lines after the download line.
+    # same ledger write, `.emit()` logs its stage lines after the download line, and an
+    # `.error` that stops admission halts the step (pipeline/settle.py `Settled`).
     follow_up: Any = None
 
 
@@ -181,6 +182,11 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
                 item = _download_one(runtime, task, step)
                 if step.after_download is not None and item.error is None and item.result is not None:
                     item.follow_up = step.after_download(item)
+                    stopped = getattr(item.follow_up, "error", None)
+                    if stopped is not None and stopped.policy.stops_admission:
+                        # A full or failing disk under the commit: hand out no more downloads,
+                        # as the commit stage stops touching the store (pipeline/settle.py).
+                        step.halted.setdefault(task.platform, stopped)
                 return item
         finally:
             order.finished(task)
