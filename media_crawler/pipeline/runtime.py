@@ -16,7 +16,6 @@ from media_crawler.store.open_store import open_blob_store
 from media_crawler.store.ledger import Ledger
 
 
-
 def default_rates() -> dict[str, tuple[float, float]]:
     """Requests per second and burst per registered platform: its spec's rate, kept below
     the platform's published throttles, or platform_spec.CONSERVATIVE_RATE when it names
@@ -25,12 +24,6 @@ def default_rates() -> dict[str, tuple[float, float]]:
     from media_crawler.platforms.registry import specs
 
     return {name: rate for name, spec in specs().items() if (rate := spec.default_rate()) is not None}
-
-
-def __getattr__(name: str):
-    if name == "DEFAULT_RATES":  # was a fixed dict of the built-in platforms
-        return default_rates()
-    raise AttributeError(name)
 
 
 def runtime_session() -> requests.Session:

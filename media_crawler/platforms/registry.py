@@ -23,7 +23,8 @@ from media_crawler.platform_spec import PlatformSpec
 from media_crawler.scrub import register_signature_params
 
 if TYPE_CHECKING:
-    from media_crawler.platforms.base import ApiTransport, PlatformAdapter, PlatformSettings
+    from media_crawler.platforms.base import ApiTransport, PlatformAdapter
+    from media_crawler.platform_spec import PlatformSettings
 
 ENTRY_POINT_GROUP = "media_crawler.platforms"
 # Order matters: it is the order of the default shard layout, the demo and the simulator's world.
@@ -92,7 +93,3 @@ def build_adapter(platform: str, settings: "PlatformSettings", transport: "ApiTr
     return spec_for(platform).load("adapter")(settings, transport)
 
 
-def __getattr__(name: str):
-    if name == "ADAPTERS":  # name -> adapter class, as before the registry (imports every adapter)
-        return {spec.name: spec.load("adapter") for spec in specs().values()}
-    raise AttributeError(name)

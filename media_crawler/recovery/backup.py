@@ -57,12 +57,6 @@ def adapter_credentials() -> dict[str, tuple[str, str]]:
     return {name: spec.credential for name, spec in specs().items() if spec.credential is not None}
 
 
-def __getattr__(name: str):
-    if name == "ADAPTER_CREDENTIALS":
-        return adapter_credentials()
-    raise AttributeError(name)
-
-
 @dataclass
 class BackupManifest:
     format: int = FORMAT

@@ -11,7 +11,7 @@ import pytest
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow, ItemError, MediaRecord
 from media_crawler.platforms.registry import parse_source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.bilibili.client import BilibiliAdapter
 from media_crawler.platforms.bilibili.wbi import mixin_key
 

@@ -10,7 +10,7 @@ import pytest
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow, ItemError, MediaRecord
 from media_crawler.platforms.registry import parse_source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.facebook import normalize
 from media_crawler.platforms.facebook.client import FacebookAdapter
 from media_crawler.platforms.facebook.errors import classify_error, decode_response

@@ -13,7 +13,7 @@ import pytest
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow, ItemError, MediaRecord
 from media_crawler.platforms.registry import parse_source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.fields import (
     INT64_MAX, INT64_MIN, MissingField, as_float, as_int, as_list, as_size, as_str, from_unix, https_on, parse_iso,
 )

@@ -38,14 +38,14 @@ import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import KINDS, DayWindow, ItemError, MediaRecord, Source
-from media_crawler.platforms.registry import parse_source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.platforms.registry import parse_source, spec_for
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.bilibili.client import BilibiliAdapter
 from media_crawler.platforms.facebook import normalize as facebook
 from media_crawler.platforms.facebook.client import FacebookAdapter
 from media_crawler.platforms.facebook.usage import usage_from_headers
 from media_crawler.platforms.items import check_record
-from media_crawler.platforms.normalize_cli import NORMALIZERS, Context, normalize_text
+from media_crawler.platforms.normalize_cli import Context, normalize_text
 from media_crawler.platforms.urls.client import UrlsAdapter
 from media_crawler.platforms.weibo import normalize as weibo
 from media_crawler.platforms.weibo.client import WeiboAdapter
@@ -507,7 +507,7 @@ def run_object(platform: str, body: Any) -> None:
     """The decoded body through the platform's normalizer (normalize_cli's dispatch)."""
     notes: list[dict] = []
     try:
-        items = list(NORMALIZERS[platform](body, PlatformSettings(), NOW, notes.append, Context.of(platform, [body])))
+        items = list(spec_for(platform).load("normalize")(body, PlatformSettings(), NOW, notes.append, Context.of(platform, [body])))
     except CrawlError as error:
         items = [error]
     for item in items:

@@ -12,7 +12,7 @@ import pytest
 
 from media_crawler.models import DayWindow, ItemError, MediaRecord
 from media_crawler.platforms.registry import parse_source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.bilibili import normalize as bilibili
 from media_crawler.platforms.bilibili.client import BilibiliAdapter
 from media_crawler.platforms.bilibili.ids import aid_to_bvid, bvid_to_aid

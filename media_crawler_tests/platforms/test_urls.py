@@ -9,7 +9,7 @@ import pytest
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow, ItemError, MediaRecord
 from media_crawler.platforms.registry import parse_source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.urls.client import UrlsAdapter
 from media_crawler.platforms.urls.normalize import guess_kind, normalize_feed
 

@@ -10,7 +10,7 @@ import pytest
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
 from media_crawler.platforms.registry import parse_source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.weibo.client import WeiboAdapter
 
 from .fakes import FakeTransport, InTurn, load_fixture, response
