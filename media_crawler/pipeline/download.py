@@ -36,6 +36,7 @@ from media_crawler.pipeline.liveness import lease_owner
 from media_crawler.download.outage import OutageBreaker
 from media_crawler.store.staging import remove_committed_staging
 from media_crawler.store.ledger import GONE, Task
+from media_crawler.store.leases import claim_downloads
 from media_crawler.store.transitions import (
     AlreadyCommitted, Downloaded, DownloadFailed, FailedAttempt, HandedBack, Then, Transition,
 )
@@ -99,7 +100,7 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
     step retry that already waited for them).
     progress_sinks: where progress goes (observe/progress.py); default a
     periodic `progress` log event, which is what a Dagster run shows.
-    shard: (index, count): claim only this process's share of the rows (see Ledger.claim)."""
+    shard: (index, count): claim only this process's share of the rows (see store/leases.claim_downloads)."""
     report = StageReport("download")
     # The owner names this process (host/pid/start), so a restart can tell at
     # once that a predecessor's leases are dead instead of waiting LEASE_S.
@@ -118,7 +119,8 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
         # batch, not the whole partition (at 6,400 items it rewrote every row every
         # 40 s: ~8 versions per item, bench/SCALE.md). Rows this step claimed before
         # (a failure it already recorded) are not taken again.
-        batch = runtime.ledger.claim(
+        batch = claim_downloads(
+            runtime.ledger,
             source_key=source_keys(sources), day=window.day.isoformat() if window else None,
             lease=Lease(owner, LEASE_S, run_id), ignore_backoff=ignore_backoff, shard=shard,
             limit=CLAIM_BATCH, claimed_before=step_started)

@@ -1,5 +1,5 @@
 """The pipeline's side of leases: the keeper that renews a stage's leases while it runs, and
-the release of leases held by workers that died (their SQL: store/leases.py, Ledger.claim).
+the release of leases held by workers that died (their SQL: store/leases.py).
 
 The download stage leases the rows it works on (pipeline/download.py). Verify
 and commit lease theirs too: two runs of one partition at once (a retry while
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from media_crawler.pipeline.liveness import is_dead, token_of_owner
 from media_crawler.store import leases as stored_leases
-from media_crawler.store.leases import STAGE_LEASE_S
+from media_crawler.store.leases import STAGE_LEASE_S, renew_leases
 from media_crawler.store.ledger import Ledger
 
 
@@ -71,7 +71,7 @@ class LeaseHeartbeat:
     def _beat(self) -> None:
         while not self._stop.wait(self.lease_s / 3):
             try:
-                self.ledger.heartbeat(self.owner, self.lease_s)
+                renew_leases(self.ledger, self.owner, self.lease_s)
             except Exception:  # a DB hiccup must not kill the stage; the next beat retries
                 pass
 

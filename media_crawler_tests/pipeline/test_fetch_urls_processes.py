@@ -16,6 +16,7 @@ from media_crawler.models import DayWindow, Lease
 from media_crawler.platforms.registry import parse_source
 from media_crawler.pipeline import fetch_list as fetch_list_module
 from media_crawler.store.ledger import Ledger
+from media_crawler.store.leases import claim_downloads
 from media_crawler_tests.pipeline.test_fetch_urls import (  # noqa: F401 - fresh_sim is a fixture
     feed_items,
     fresh_sim,
@@ -87,7 +88,7 @@ def test_the_rows_of_a_shard_process_that_dies_are_taken_over(fresh_sim, tmp_pat
         if shard == (1, 2):  # lease its rows, then die as a SIGKILL would leave them
             from media_crawler.pipeline.liveness import lease_owner
 
-            runtime.ledger.claim(source_key=source.key, day=None, lease=Lease(lease_owner(None), 600), shard=shard)
+            claim_downloads(runtime.ledger, source_key=source.key, day=None, lease=Lease(lease_owner(None), 600), shard=shard)
             os._exit(9)
         return real_pass(runtime, source, threads, shard)
 
