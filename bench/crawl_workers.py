@@ -79,7 +79,7 @@ def crawl(config: Path, home: Path, workers: int) -> float:
 
 
 def stored(home: Path) -> set[str]:
-    from media_crawler.store.blob_store import open_blob_store
+    from media_crawler.store.open_store import open_blob_store
 
     return set(open_blob_store(home / "store").iter_sha256s())
 

@@ -72,7 +72,7 @@ def first_scrapes(config_path: str, count: int, env: dict[str, str]) -> list[tup
 
 
 def per_query(config_path: str, repeat: int) -> list[tuple[str, float]]:
-    from media_crawler.models import PLATFORMS
+    from media_crawler.platforms.registry import names as platform_names
     from media_crawler.store.reports import counts, delay_fold, delays, failures, platform_signals, waiting
     from media_crawler.observe.target import observed_config
     from media_crawler.store.ledger import Ledger
@@ -90,8 +90,8 @@ def per_query(config_path: str, repeat: int) -> list[tuple[str, float]]:
         ("last_commit_at", lambda: counts.last_commit_at(engine)),
         ("failing_items", lambda: counts.failing_items(engine)),
         ("unresolved_feed_errors", lambda: counts.unresolved_feed_errors(engine)),
-        ("platform_health", lambda: platform_signals.platform_health(engine, now, PLATFORMS)),
-        ("platform_outage", lambda: platform_signals.platform_outage(engine, now, PLATFORMS)),
+        ("platform_health", lambda: platform_signals.platform_health(engine, now, platform_names())),
+        ("platform_outage", lambda: platform_signals.platform_outage(engine, now, platform_names())),
         ("expired_leases", lambda: counts.expired_leases(engine, now)),
         ("waiting", lambda: waiting.waiting(engine, now, binding)),
         ("stage_delays", lambda: delays.stage_delays(engine, now)),

@@ -169,7 +169,8 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
     from dagster import DagsterInstance, RunsFilter
 
     from media_crawler.commands.crawl import prepare_home
-    from media_crawler.config import LEDGER_ENV, load_config
+    from media_crawler.config import load_config
+    from media_crawler.environment import LEDGER_ENV
     from media_crawler.deploy.services import ServiceGroup, dagster_env
     from media_crawler.store.ledger import Ledger
 
@@ -276,7 +277,8 @@ def idle_row(name: str, spec: dict, workdir: Path) -> dict:
     from dagster import DagsterInstance
 
     from media_crawler.commands.crawl import prepare_home
-    from media_crawler.config import LEDGER_ENV, load_config
+    from media_crawler.config import load_config
+    from media_crawler.environment import LEDGER_ENV
     from media_crawler.deploy.services import ServiceGroup, dagster_env
 
     world = WORLDS[spec["world"]]
@@ -428,7 +430,8 @@ def sensors_row(name: str, spec: dict, workdir: Path) -> dict:
 def _time_sensors(sources: Path, workdir: Path, ledger_url: str, backend: str) -> dict:
     from dagster import DagsterInstance, build_sensor_context
 
-    from media_crawler.config import LEDGER_ENV, load_config
+    from media_crawler.config import load_config
+    from media_crawler.environment import LEDGER_ENV
     from media_crawler.defs.jobs import build_automation, build_crawl_job
     from media_crawler.defs.resources import crawl_resources
     from media_crawler.deploy.workers import WorkerPlan, render_instance_yaml

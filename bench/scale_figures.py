@@ -106,6 +106,7 @@ def claim_query_timing(config_path: Path, days: list[str], repeat: int = 5) -> d
     from media_crawler.config import load_config
     from media_crawler.models import Lease
     from media_crawler.store.ledger import Ledger
+    from media_crawler.store.leases import claim_downloads
 
     config = load_config(config_path)
     ledger = Ledger(config.ledger_url)
@@ -115,7 +116,7 @@ def claim_query_timing(config_path: Path, days: list[str], repeat: int = 5) -> d
         for day in days:
             for _ in range(repeat):
                 t = time.perf_counter()
-                ledger.claim(source_key=keys, day=day, lease=Lease("bench-scale", 1.0))
+                claim_downloads(ledger, source_key=keys, day=day, lease=Lease("bench-scale", 1.0))
                 times.append(time.perf_counter() - t)
     times.sort()
     return dict(claim_query_p95_ms=1000 * times[int(0.95 * (len(times) - 1))], claim_query_p50_ms=1000 * statistics.median(times),
@@ -124,7 +125,7 @@ def claim_query_timing(config_path: Path, days: list[str], repeat: int = 5) -> d
 
 def unfinished_sensor_query(config_path: Path) -> float:
     from media_crawler.config import load_config
-    from media_crawler.pipeline.unfinished import unfinished_partitions
+    from media_crawler.store.reports.reads import unfinished_partition_counts as unfinished_partitions
     from media_crawler.store.ledger import Ledger
 
     ledger = Ledger(load_config(config_path).ledger_url)

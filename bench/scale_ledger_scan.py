@@ -29,11 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     import yaml
     from sqlalchemy import func, select, text
 
-    from media_crawler.pipeline.unfinished import unfinished_partitions
+    from media_crawler.store.reports.reads import unfinished_partition_counts as unfinished_partitions
     from media_crawler.models import Lease
-    from media_crawler.recovery.leases import dead_owners
+    from media_crawler.pipeline.leases import dead_owners
     from media_crawler.shards import PartitionLayout
     from media_crawler.store.ledger import Ledger
+    from media_crawler.store.leases import claim_downloads, renew_leases
     from media_crawler.store.schema import tasks as T
 
     ledger = Ledger(url)
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         out["rows"] = conn.execute(select(func.count()).select_from(T)).scalar()
         out["leased_rows"] = conn.execute(select(func.count()).select_from(T).where(T.c.lease_owner.is_not(None))).scalar()
     out["dead_owners"], _ = timed(lambda: dead_owners(ledger))
-    out["heartbeat_owner_holding_nothing"], _ = timed(lambda: ledger.heartbeat("bench-nobody/1/1", 120.0))
+    out["heartbeat_owner_holding_nothing"], _ = timed(lambda: renew_leases(ledger, "bench-nobody/1/1", 120.0))
     out["unfinished_partitions"], rows = timed(lambda: unfinished_partitions(ledger))
     out["unfinished_partitions"]["groups"] = len(rows)
     # A claim as download_partition makes it: one shard (16 per platform) of 10,000 sources, one day.
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     shard, members = max(groups.items(), key=lambda item: len(item[1]))
     with ledger.engine.connect() as conn:
         day = conn.execute(select(T.c.day).where(T.c.state == "discovered").order_by(T.c.day.desc()).limit(1)).scalar()
-    out["claim_one_shard_day"], claimed = timed(lambda: ledger.claim(source_key=members, day=day,
+    out["claim_one_shard_day"], claimed = timed(lambda: claim_downloads(ledger, source_key=members, day=day,
                                                                      lease=Lease("bench-scale/1/1", 1.0)), repeat=3)
     out["claim_one_shard_day"].update(shard=shard, sources=len(members), day=day, first_claimed=len(claimed))
     if ledger.engine.dialect.name == "postgresql":

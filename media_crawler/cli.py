@@ -83,6 +83,7 @@ def report_failure(command: str, exc: Exception) -> int:
 
     from media_crawler.commands.selection import UsageError
     from media_crawler.config import ConfigError
+    from media_crawler.environment import debug_enabled
     from media_crawler.errors import CrawlError
     from media_crawler.scrub import excerpt, scrub_text
 
@@ -96,7 +97,7 @@ def report_failure(command: str, exc: Exception) -> int:
         error_class, message, code = "internal_error", f"{type(exc).__name__}: {exc}", DATA_EXIT
     line = {"event": "command_failed", "command": command, "error_class": error_class,
             "message": excerpt(message, 2000)}
-    if os.environ.get("MEDIA_CRAWLER_DEBUG") == "1":
+    if debug_enabled():
         line["traceback"] = scrub_text("".join(traceback.format_exception(exc)))
     print(json.dumps(line, ensure_ascii=False), file=sys.stderr)
     return code

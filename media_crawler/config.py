@@ -22,9 +22,9 @@ from collections.abc import Mapping  # not typing's: its isinstance costs 10 us,
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-
+from media_crawler.environment import CONFIG_ENV, default_config_path, environment_value, home_dir, ledger_url_override
 from media_crawler.models import Source
 from media_crawler.platform_spec import PlatformSettings, PlatformSpec, Setting
 from media_crawler.shards import PartitionLayout, layout_from_raw
@@ -36,10 +36,6 @@ def _specs() -> Mapping[str, PlatformSpec]:
     from media_crawler.platforms.registry import specs
 
     return specs()
-
-CONFIG_ENV = "MEDIA_CRAWLER_CONFIG"
-HOME_ENV = "MEDIA_CRAWLER_HOME"
-LEDGER_ENV = "MEDIA_CRAWLER_LEDGER_URL"
 
 
 class ConfigError(ValueError):
@@ -85,103 +81,6 @@ class CrawlConfig:
     def _sources_by_shard(self) -> dict[str, list[Source]]:
         # Every step of a run asks for its shard: one pass over the sources per configuration, not per step.
         return self.layout.group(self.sources)
-
-
-# -- the process environment: read here and in cli.py only --------------------------
-# Every variable the crawler reads is named once, with what reading it means.
-DAGSTER_HOME_ENV = "DAGSTER_HOME"
-WORKERS_ENV = "MEDIA_CRAWLER_WORKERS"
-WORKER_NAME_ENV = "MEDIA_CRAWLER_WORKER"
-CELERY_CONFIG_ENV = "MEDIA_CRAWLER_CELERY_CONFIG"
-
-
-def environment_value(name: str) -> str | None:
-    """A variable the configuration names (a credential's `credential_env`, an `env:`
-    reference of dagster.yaml): its value, or None when unset or empty."""
-    return os.environ.get(name) or None
-
-
-def environment_copy(**overrides: str) -> dict[str, str]:
-    """The environment for a child process: ours, with `overrides`."""
-    return {**os.environ, **overrides}
-
-
-def set_environment(name: str, value: str | None) -> None:
-    """Set (None: remove) a variable for this process and the processes it starts."""
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
-
-
-def default_environment(name: str, value: str) -> None:
-    os.environ.setdefault(name, value)
-
-
-# A private CA (a TLS-inspecting corporate proxy): the variables requests and curl read.
-CA_BUNDLE_ENVS = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
-
-
-def ca_bundle_override() -> str | None:
-    """The CA bundle the environment names for verifying media hosts, else None (certifi's)."""
-    return next((os.environ[name] for name in CA_BUNDLE_ENVS if os.environ.get(name)), None)
-
-
-def config_path_default() -> str:
-    """--config's default and the code location's: $MEDIA_CRAWLER_CONFIG, else ./sources.yaml,
-    else the one `make demo` wrote (so the README's Dagster CLI line works right after it),
-    else ./sources.yaml (whose absence the error then names)."""
-    named = os.environ.get(CONFIG_ENV)
-    if named:
-        return named
-    demo = demo_config_path(home_default())
-    return str(demo) if not Path("sources.yaml").exists() and demo.is_file() else "sources.yaml"
-
-
-def home_default() -> str:
-    """--home's default: $MEDIA_CRAWLER_HOME, else ./var."""
-    return os.environ.get(HOME_ENV) or "var"
-
-
-def demo_config_path(home: str | os.PathLike) -> Path:
-    """Where `media-crawler demo` writes the demo's sources.yaml under its home."""
-    return Path(home) / "demo" / "sources.yaml"
-
-
-def dagster_home_env() -> Path | None:
-    value = os.environ.get(DAGSTER_HOME_ENV)
-    return Path(value) if value else None
-
-
-def debug_enabled() -> bool:
-    """MEDIA_CRAWLER_DEBUG=1: stack traces in the output (observe/traces.py)."""
-    return os.environ.get("MEDIA_CRAWLER_DEBUG") == "1"
-
-
-def workers_override() -> str | None:
-    return os.environ.get(WORKERS_ENV) or None
-
-
-def worker_name_override() -> str | None:
-    return os.environ.get(WORKER_NAME_ENV) or None
-
-
-def celery_config_env() -> str | None:
-    return os.environ.get(CELERY_CONFIG_ENV) or None
-
-
-def crash_point_spec() -> str | None:
-    from media_crawler.crashpoints import CRASH_ENV  # the crash points name their own variable
-
-    return os.environ.get(CRASH_ENV) or None
-
-
-def home_dir() -> Path:
-    return Path(os.environ.get(HOME_ENV, "var")).resolve()
-
-
-def default_config_path() -> Path:
-    return Path(config_path_default())
 
 
 def load_config(path: str | os.PathLike | None = None) -> CrawlConfig:
@@ -310,7 +209,7 @@ def _config_from_dict(raw: Mapping[str, Any], path: Path | None, sources: tuple[
     base = path.parent.resolve() if path else Path.cwd()
     home = home_dir()
     store_root = _resolve(_text("store", raw.get("store")), base) or home / "store"
-    ledger_url = os.environ.get(LEDGER_ENV) or _text("ledger_url", raw.get("ledger_url")) or f"sqlite:///{home / 'ledger.db'}"
+    ledger_url = ledger_url_override() or _text("ledger_url", raw.get("ledger_url")) or f"sqlite:///{home / 'ledger.db'}"
     return CrawlConfig(
         sources=sources if sources is not None else tuple(_parse_sources(raw.get("sources") or [])),
         platforms={name: _platform_settings(name, platforms.get(name) or {}, path, spec) for name, spec in specs.items()},
@@ -450,3 +349,12 @@ def _own_setting(where: str, setting: Setting, value: Any) -> Any:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):  # names
         raise ConfigError(f"{where} must be a list of names such as [a, b], not {shown(value)}")
     return tuple(value)
+
+
+def unset_credential_messages(config: CrawlConfig, platforms: Sequence[str] | None = None) -> list[str]:
+    """One line per unset variable of `platforms` (default: those with a configured source):
+    `FB_ACCESS_TOKEN is not set (platforms.facebook.credential_env.access_token)`."""
+    wanted = set(platforms) if platforms is not None else {source.platform for source in config.sources}
+    return [f"{env} is not set (platforms.{platform}.credential_env.{key})"
+            for platform, names in sorted(config.unset_credentials().items()) if platform in wanted
+            for key, env in names]

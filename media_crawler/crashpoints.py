@@ -16,7 +16,7 @@ import signal
 import threading
 from collections import Counter
 
-CRASH_ENV = "MEDIA_CRAWLER_CRASH_AT"
+from media_crawler.environment import CRASH_ENV, crash_point_spec
 
 # Every point, in pipeline order. Tests iterate over this list.
 AFTER_DISCOVERY_BATCH = "after_discovery_batch"  # rows inserted, later pages not yet read
@@ -48,8 +48,6 @@ def parse_target(value: str | None) -> tuple[str, int] | None:
 
 def crash_point(name: str) -> None:
     """Kill this process here if MEDIA_CRAWLER_CRASH_AT names this point (and this hit)."""
-    from media_crawler.config import crash_point_spec  # here: the ledger imports this module early
-
     target = crash_point_spec()
     if not target:
         return

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from media_crawler.config import DAGSTER_HOME_ENV, dagster_home_env, home_dir, set_environment
+from media_crawler.environment import DAGSTER_HOME_ENV, dagster_home_env, home_dir, set_environment
 
 INSTANCE_TEMPLATE = Path(__file__).resolve().parent / "instance" / "dagster.yaml"
 HOME_FOLDER = "dagster_home"  # under MEDIA_CRAWLER_HOME when DAGSTER_HOME is not set

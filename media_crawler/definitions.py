@@ -12,7 +12,8 @@ import warnings
 
 from dagster import BetaWarning, Definitions, definitions, in_process_executor
 
-from media_crawler.config import CrawlConfig, default_config_path, load_config
+from media_crawler.config import CrawlConfig, load_config
+from media_crawler.environment import default_config_path
 from media_crawler.defs.assets import build_crawl_assets
 from media_crawler.defs.celery import build_celery_crawl_job
 from media_crawler.defs.jobs import build_automation, build_crawl_job

@@ -88,7 +88,7 @@ class ErrorPolicy:
     stops_platform: bool = False  # no more requests to this platform in this run
     stops_admission: bool = False  # no new downloads anywhere (disk)
     restart_part: bool = False  # discard the staging .part before the next attempt
-    outage: bool = False  # says the server side is unwell, not this item (recovery/outage.py)
+    outage: bool = False  # says the server side is unwell, not this item (download/outage.py)
 
     def backoff(self, attempt: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
         """Seconds to wait before attempt `attempt + 1` (attempt counts from 1).
@@ -135,7 +135,7 @@ POLICIES: dict[ErrorClass, ErrorPolicy] = {
 }
 
 # Failures that say "the server side is unwell", not "this item is bad": the outage
-# breaker (recovery/outage.py) and platform health (store/reports/platform_signals.py).
+# breaker (download/outage.py) and platform health (store/reports/platform_signals.py).
 OUTAGE_CLASSES = frozenset(error_class for error_class, policy in POLICIES.items() if policy.outage)
 
 

@@ -1,13 +1,9 @@
-"""HTTP plumbing shared by the downloader and the API transport.
+"""HTTP plumbing shared by the downloader and the API transport (no session: sessions.py).
 
-- `make_session`: a runtime's HTTP: a pooled requests.Session for the API
-  path, carrying `media`, the media path's urllib3 transport
-  (download/media_transport.py). Both have urllib3's own retries switched
-  off (`NO_RETRIES`): every retry decision belongs to the error taxonomy
-  (errors.py), so a failure is retried once, by us, with the class's backoff,
-  not silently by urllib3 underneath and then again by us. Their connections
-  dial only addresses the URL policy in force admitted (net/pinning.py): a
-  request made outside `under_policy` is refused.
+- `NO_RETRIES`: urllib3's own retries switched off, for both the API session and
+  the media transport (sessions.py): every retry decision belongs to the error
+  taxonomy (errors.py), so a failure is retried once, by us, with the class's
+  backoff, not silently by urllib3 underneath and then again by us.
 - `Timeouts`: connect, read (waiting for the response headers) and stall (the
   longest gap between two body chunks).
 - `redact_url`, `parse_retry_after`: safe log text and Retry-After in seconds.
@@ -17,17 +13,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import requests
 from urllib3.util.retry import Retry
 
-from media_crawler.net.pinning import PinnedAdapter
 from media_crawler.scrub import excerpt
-
-if TYPE_CHECKING:  # media_transport imports this module
-    from media_crawler.download.media_transport import MediaTransport
 
 # total=0/read=False: urllib3 raises on the first failure and never
 # re-sends a request on its own (see the module docstring).
@@ -42,32 +32,6 @@ class Timeouts:
     connect: float = 5.0
     read: float = 30.0
     stall: float = 30.0
-
-
-class CrawlerSession(requests.Session):
-    """The API path's Session, carrying `media`, the media path's transport: one
-    runtime holds one of each, and closing the session closes both."""
-
-    def __init__(self, media: "MediaTransport") -> None:
-        super().__init__()
-        self.media = media
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self.media.close()
-
-
-def make_session(pool_size: int = 16) -> CrawlerSession:
-    """A session whose connection pools (API and media) fit `pool_size` concurrent workers."""
-    from media_crawler.download.media_transport import MediaTransport
-
-    session = CrawlerSession(MediaTransport(pool_size))
-    adapter = PinnedAdapter(pool_connections=pool_size, pool_maxsize=pool_size, max_retries=NO_RETRIES)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
 
 
 def redact_url(url: str) -> str:

@@ -156,7 +156,7 @@ class PlatformSpec:
         text = str(text).strip()
         options = self._source_options(text, options or {})
         if self.whole_ident:
-            return Source(self.name, self.default_kind, text, options)
+            return Source(self.name, self.default_kind, text, options, key=self.source_key(text))
         parts = text.split()
         if len(parts) == 1:
             kind, ident = self.default_kind, parts[0]
@@ -167,7 +167,7 @@ class PlatformSpec:
         if kind not in self.source_kinds:
             raise ValueError(f"cannot read source {self.name}: {shown(text)}; the kind must be one of "
                              f"{', '.join(self.source_kinds)}")
-        return Source(self.name, kind, ident, options)
+        return Source(self.name, kind, ident, options, key=self.source_key(ident))
 
     def _source_options(self, text: str, options: Mapping[str, Any]) -> dict[str, str]:
         """An entry's options, each a key this platform declares with one of its values
@@ -186,10 +186,11 @@ class PlatformSpec:
             parsed[key] = value.strip().lower()
         return parsed
 
-    def source_key(self, source: Source) -> str:
+    def source_key(self, ident: str) -> str:
+        """A source's key: short, stable, only [a-z0-9-]."""
         if self.hashed_key:
-            return f"{self.name}-" + hashlib.sha256(source.ident.encode()).hexdigest()[:10]
-        return f"{self.name}-{re.sub(r'[^A-Za-z0-9]', '', source.ident)}"
+            return f"{self.name}-" + hashlib.sha256(ident.encode()).hexdigest()[:10]
+        return f"{self.name}-{re.sub(r'[^A-Za-z0-9]', '', ident)}"
 
     # -- its own settings ----------------------------------------------------------------
 

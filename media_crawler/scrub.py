@@ -31,6 +31,8 @@ import threading
 from typing import Iterable
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
+from media_crawler.environment import environment_value
+
 MASK = "***"
 MIN_SECRET_LENGTH = 6  # shorter values would mangle whole texts without protecting anything
 
@@ -123,8 +125,6 @@ def register_environment_secrets(env_names: Iterable[str] = ()) -> None:
     A cookie header value ("SUB=...; SUBP=...") is registered whole and part by
     part, since an error text may quote one cookie without the others.
     """
-    from media_crawler.config import environment_value  # here: config imports modules that import this one
-
     for name in {*env_names, *DEFAULT_CREDENTIAL_ENVS}:
         value = environment_value(name)
         register_secret(value)

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Iterable, Mapping, Sequence, TypeVar
 
-from media_crawler.models import Source, platform_names
+from media_crawler.models import Source
+from media_crawler.platforms.registry import names as platform_names
 from media_crawler.shown import shown, shown_some
 
 DEFAULT_SHARDS = 16

@@ -36,13 +36,13 @@ def one_source_per_shard(entries: list[dict], layout=None) -> list[dict]:
     """The sources.yaml entries, with URL-list feeds given a query the simulator ignores
     until no two sources share a shard: tests that read one partition per source.
     (A URL list's key hashes its URL, and the simulator's port is random.)"""
-    from media_crawler.models import Source
+    from media_crawler.platforms.registry import parse_source
 
     layout = layout or demo_layout()
     for attempt in range(1000):
         spread = [{**entry, "urls": f"{entry['urls']}?spread={attempt}"} if "urls" in entry and attempt else entry
                   for entry in entries]
-        shards = [layout.shard_of(Source.parse(*next((k, v) for k, v in entry.items() if k != "api"))) for entry in spread]
+        shards = [layout.shard_of(parse_source(*next((k, v) for k, v in entry.items() if k != "api"))) for entry in spread]
         if len(set(shards)) == len(shards):
             return spread
     raise AssertionError("no spread of these sources over distinct shards")

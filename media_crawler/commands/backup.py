@@ -13,7 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from media_crawler.config import config_path_default, load_config
+from media_crawler.config import load_config
+from media_crawler.environment import config_path_default
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from media_crawler.commands.partition_runs import PartitionJob, PartitionOutcome
 from media_crawler.commands.selection import DaySelection, UsageError, check_days, check_shards, check_sources
-from media_crawler.config import CrawlConfig, config_path_default, load_config
+from media_crawler.config import CrawlConfig, load_config
+from media_crawler.environment import config_path_default
 
 __all__ = ["CrawlOutcome", "PartitionOutcome", "crawl", "prepare_home", "run"]
 
@@ -99,7 +100,8 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
 
 def default_workers(config: CrawlConfig) -> int:
     """As the daemon's plan reads it (deploy/workers.py): MEDIA_CRAWLER_WORKERS, else `workers:`."""
-    from media_crawler.config import ConfigError, workers_override
+    from media_crawler.config import ConfigError
+    from media_crawler.environment import workers_override
     from media_crawler.deploy.workers import MAX_WORKERS, WorkerPlan
 
     override = workers_override()

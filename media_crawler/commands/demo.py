@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from media_crawler.dagster_home import ensure_dagster_home
-from media_crawler.config import HOME_ENV, default_environment, demo_config_path, home_default, set_environment
+from media_crawler.environment import HOME_ENV, default_environment, demo_config_path, home_default, set_environment
 from media_crawler.sim.sources import demo_environment, demo_sources
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def store_snapshot(root: Path) -> dict[str, int]:
-    from media_crawler.store.blob_store import open_blob_store
+    from media_crawler.store.open_store import open_blob_store
 
     store = open_blob_store(root)
     return {sha256: store.size(sha256) for sha256 in store.iter_sha256s()}
@@ -86,7 +86,7 @@ def summary_lines(home, dagster_home, config_path, log_path, outcome, before, af
     """The demo's closing report; every line is read from where it claims to be (the ledger,
     the store, the run outcomes), and each place is named by what it is."""
     from media_crawler.config import load_config
-    from media_crawler.models import platform_names
+    from media_crawler.platforms.registry import names as platform_names
     from media_crawler.store.ledger import COMMITTED, Ledger
     from media_crawler.store.reports.reads import failure_counts_by_class, totals_by_platform_kind_state
     from media_crawler.store.urls import display_url

@@ -10,8 +10,8 @@ import argparse
 import json
 import sys
 
-from media_crawler.config import config_path_default
-from media_crawler.models import platform_names
+from media_crawler.environment import config_path_default
+from media_crawler.platforms.registry import names as platform_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +37,7 @@ def manifest_rows(ledger, store, since: float | None = None, platform: str | Non
 def run(args: argparse.Namespace) -> int:
     from media_crawler.commands.durations import since_to_epoch
     from media_crawler.config import load_config
-    from media_crawler.store.blob_store import open_blob_store
+    from media_crawler.store.open_store import open_blob_store
     from media_crawler.store.ledger import Ledger
 
     config = load_config(args.config)

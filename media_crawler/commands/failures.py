@@ -16,7 +16,7 @@ import json
 import sys
 import time
 
-from media_crawler.models import platform_names
+from media_crawler.platforms.registry import names as platform_names
 
 # The console script ends the process after the report without the interpreter's
 # teardown (cli.end_without_teardown: the ledger's connections are closed first):

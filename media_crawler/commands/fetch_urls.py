@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _fetch(args: argparse.Namespace, batched: BatchedLines | None) -> int:
-    from media_crawler.models import DayWindow, Source
+    from media_crawler.models import DayWindow
+    from media_crawler.platforms.registry import parse_source
     from media_crawler.pipeline.fetch_list import fetch_list
     from media_crawler.pipeline.shard_processes import FORK_AVAILABLE, default_process_count
 
@@ -106,7 +107,7 @@ def _fetch(args: argparse.Namespace, batched: BatchedLines | None) -> int:
         "min_free_bytes": 64 * 1024**2,
         "sources": [{"urls": args.feed}],
     })
-    source = Source.parse("urls", args.feed)
+    source = parse_source("urls", args.feed)
     window = DayWindow(datetime.now(timezone.utc).date())
     processes = args.processes if args.processes is not None else default_process_count(args.workers)
     if processes > 1 and not FORK_AVAILABLE:

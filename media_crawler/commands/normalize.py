@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from media_crawler.models import platform_names
+from media_crawler.platforms.registry import names as platform_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,7 +18,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from media_crawler.config import CONFIG_ENV, ConfigError, config_from_dict, config_path_default, load_config
+from media_crawler.config import ConfigError, config_from_dict, load_config
+from media_crawler.environment import CONFIG_ENV, config_path_default
 from media_crawler.store.database import normalize_url
 
 SHOWN_PER_KIND = 10
@@ -74,7 +75,7 @@ def _sqlite_file(url: str) -> Path | None:
 
 def run(args: argparse.Namespace) -> int:
     from media_crawler.recovery.reconcile import reconcile
-    from media_crawler.store.blob_store import open_blob_store
+    from media_crawler.store.open_store import open_blob_store
     from media_crawler.store.ledger import Ledger
 
     store_root, ledger_url = store_and_ledger(args)

@@ -25,7 +25,8 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from media_crawler.config import config_path_default, load_config
+from media_crawler.config import load_config
+from media_crawler.environment import config_path_default
 
 _SPAN = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -56,7 +57,7 @@ def plan_reruns(instance, config, since: timedelta) -> tuple[list[Rerun], list[s
     """(partitions to re-run, notes about partitions left alone)."""
     from media_crawler.defs.partitions import split_partition_key
     from media_crawler.shards import is_shard_key
-    from media_crawler.pipeline.unfinished import unfinished_partitions
+    from media_crawler.store.reports.reads import unfinished_partition_counts as unfinished_partitions
     from media_crawler.recovery.runs import failed_partitions, in_flight_partitions
     from media_crawler.store.ledger import Ledger
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from media_crawler.config import ConfigError, config_path_default, load_config
+from media_crawler.config import ConfigError, load_config
+from media_crawler.environment import config_path_default
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,7 +10,8 @@ import argparse
 import json
 import sys
 
-from media_crawler.config import config_path_default, load_config
+from media_crawler.config import load_config
+from media_crawler.environment import config_path_default
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

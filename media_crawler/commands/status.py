@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from media_crawler.observe.read_from import read_from
     from media_crawler.observe.status import build_status
     from media_crawler.observe.target import observed_config
-    from media_crawler.pipeline.credentials import unset_credential_messages
+    from media_crawler.config import unset_credential_messages
     from media_crawler.store.ledger import Ledger
 
     config = observed_config(args.config)

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from dagster import AssetSelection, define_asset_job
 
-from media_crawler.config import celery_config_env
+from media_crawler.environment import celery_config_env
 from media_crawler.defs.assets import GROUP
 from media_crawler.defs.jobs import partitioned_run_config
 from media_crawler.shards import PartitionLayout

@@ -30,7 +30,7 @@ from media_crawler.defs.partitions import crawl_partitions, partition_key, split
 from media_crawler.defs.resources import CrawlConfigResource, LedgerResource
 from media_crawler.deploy.workers import PLATFORM_TAG
 from media_crawler.pipeline.layout import check_layout
-from media_crawler.pipeline.unfinished import unfinished_partitions
+from media_crawler.store.reports.reads import unfinished_partition_counts as unfinished_partitions
 from media_crawler.recovery import rerequest
 from media_crawler.recovery.runs import fail_dead_runs, in_flight_partitions
 from media_crawler.shards import PartitionLayout, shard_platform

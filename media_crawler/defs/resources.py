@@ -39,7 +39,8 @@ import requests
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
-from media_crawler.config import CrawlConfig, config_path_default, load_config
+from media_crawler.config import CrawlConfig, load_config
+from media_crawler.environment import config_path_default
 from media_crawler.pipeline.runtime import Runtime, runtime_session
 from media_crawler.store.ledger import Ledger
 

@@ -31,7 +31,7 @@ from typing import Mapping, Sequence
 
 import requests
 
-from media_crawler.config import environment_copy
+from media_crawler.environment import environment_copy
 from media_crawler.recovery.dispatch import DEFINITIONS_MODULE, LOCATION_NAME
 from media_crawler.scrub import excerpt
 

@@ -29,12 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from media_crawler.pipeline.scheduling import DOWNLOAD_THREADS_PER_WORKER
+
 
 # Run tag every crawl-job run carries (defs/jobs.py): the per-platform run limit keys on it.
 PLATFORM_TAG = "media_crawler/platform"
-# Threads one worker downloads with. Small on purpose: N workers give 4N in all,
-# and the per-platform rate budget, not the thread count, decides the request rate.
-DOWNLOAD_THREADS_PER_WORKER = 4
 MAX_WORKERS = 64
 RENDERED_MARKER = "# Rendered by media_crawler.deploy.workers"
 
@@ -97,7 +96,7 @@ def plan_from_environment(config_path: str | os.PathLike | None = None) -> Worke
     Used while the code location loads, so an unreadable sources file means
     one worker rather than a code location that fails to load.
     """
-    from media_crawler.config import default_config_path, workers_override
+    from media_crawler.environment import default_config_path, workers_override
 
     override = workers_override()
     if override:

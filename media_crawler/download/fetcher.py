@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 import urllib3
 
-from media_crawler.download.media_transport import MediaTransport
+from media_crawler.download.media_transport import CarriesMedia, MediaTransport
 from media_crawler.download.responses import (
     MediaResponse,
     open_following_redirects,
@@ -36,7 +36,7 @@ from media_crawler.download.responses import (
 from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.download.writeback import EarlyWriteback
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.http import CrawlerSession, redact_url
+from media_crawler.http import redact_url
 from media_crawler.scrub import excerpt
 from media_crawler.store.cas import storage_error
 from media_crawler.verify.signatures import HEAD_BYTES, check_media_head
@@ -69,7 +69,7 @@ class _WritePlan:
 
 
 def download_to_part(
-    session: CrawlerSession | MediaTransport,
+    session: CarriesMedia | MediaTransport,
     request: DownloadRequest,
     policy: DownloadPolicy,
     on_validator: Callable[[str | None], None] | None = None,

@@ -21,7 +21,7 @@ What is kept, and where:
 from __future__ import annotations
 
 import threading
-from typing import Mapping
+from typing import Mapping, Protocol
 from urllib.parse import unquote, urlsplit
 
 import certifi
@@ -29,8 +29,8 @@ import urllib3
 from urllib3 import HTTPHeaderDict
 from urllib3.util import make_headers
 
-from media_crawler.config import ca_bundle_override
-from media_crawler.http import NO_RETRIES, CrawlerSession, Timeouts
+from media_crawler.environment import ca_bundle_override
+from media_crawler.http import NO_RETRIES, Timeouts
 from media_crawler.net.pinning import PINNED_POOL_CLASSES
 from media_crawler.net.proxies import PerOrigin, environment_proxy
 
@@ -113,6 +113,12 @@ class MediaTransport:
         return manager
 
 
-def media_transport_of(session: MediaTransport | CrawlerSession) -> MediaTransport:
-    """The media transport a runtime's session carries (http.make_session), or the transport itself."""
+class CarriesMedia(Protocol):
+    """A runtime's session (sessions.CrawlerSession): the API path's, carrying the media path's transport."""
+
+    media: MediaTransport
+
+
+def media_transport_of(session: MediaTransport | CarriesMedia) -> MediaTransport:
+    """The media transport a runtime's session carries (sessions.make_session), or the transport itself."""
     return session if isinstance(session, MediaTransport) else session.media

@@ -17,17 +17,30 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import Callable, ContextManager, Mapping, Protocol
 
 from media_crawler.http import Timeouts
 from media_crawler.net.policy import UrlPolicy
 
-if TYPE_CHECKING:  # retry.py imports this module
-    from media_crawler.download.retry import RateBudget
-
 DEFAULT_CHUNK_SIZE = 256 * 1024
 DEFAULT_MAX_REDIRECTS = 5
 DEFAULT_MAX_ATTEMPTS = 5
+# How long a rate_limited answer lowers a platform's rate, at least (or its Retry-After).
+PENALTY_SECONDS = 60.0
+
+
+class RateBudget(Protocol):
+    """A per-platform request budget (ratebudget.py has a shared and an in-memory one):
+    a request's policy carries it, and retry.py draws on it."""
+
+    def acquire(self, platform: str) -> None:
+        """Block until the platform's budget allows one more request."""
+
+    def penalize(self, platform: str, factor: float = 0.5, seconds: float = PENALTY_SECONDS) -> None:
+        """Lower the platform's rate for a while: it answered rate_limited."""
+
+    def slot(self, platform: str) -> ContextManager[None]:
+        """Hold one of the platform's concurrent-request slots."""
 
 
 @dataclass(frozen=True)

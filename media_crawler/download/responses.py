@@ -13,9 +13,9 @@ from typing import Mapping
 
 import urllib3
 
-from media_crawler.download.media_transport import MediaTransport, media_transport_of
+from media_crawler.download.media_transport import CarriesMedia, MediaTransport, media_transport_of
 from media_crawler.errors import CrawlError, ErrorClass, status_error
-from media_crawler.http import CrawlerSession, Timeouts, parse_retry_after, redact_url
+from media_crawler.http import Timeouts, parse_retry_after, redact_url
 from media_crawler.net.connect_errors import dropped_connection_class
 from media_crawler.net.policy import AddressRefused, UrlPolicy
 from media_crawler.net.redirects import get_following_redirects
@@ -31,7 +31,7 @@ class ContentRange:
 
 
 def open_following_redirects(
-    session: MediaTransport | CrawlerSession,
+    session: MediaTransport | CarriesMedia,
     url: str,
     headers: Mapping[str, str],
     *,

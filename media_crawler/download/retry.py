@@ -22,29 +22,16 @@ import contextlib
 import random
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, ContextManager, Mapping, Protocol, TypeVar
+from typing import Callable, ContextManager, Mapping, TypeVar
 
 from media_crawler.download.fetcher import DownloadResult, download_to_part
-from media_crawler.download.media_transport import MediaTransport
-from media_crawler.download.request import DEFAULT_MAX_ATTEMPTS, DownloadPolicy, DownloadRequest
+from media_crawler.download.media_transport import CarriesMedia, MediaTransport
+from media_crawler.download.request import (
+    DEFAULT_MAX_ATTEMPTS, PENALTY_SECONDS, DownloadPolicy, DownloadRequest, RateBudget)
 from media_crawler.errors import CrawlError, ErrorClass, FinalState
-from media_crawler.http import CrawlerSession, redact_url
+from media_crawler.http import redact_url
 
 T = TypeVar("T")
-PENALTY_SECONDS = 60.0
-
-
-class RateBudget(Protocol):
-    """A per-platform request budget (ratebudget.py has a shared and an in-memory one)."""
-
-    def acquire(self, platform: str) -> None:
-        """Block until the platform's budget allows one more request."""
-
-    def penalize(self, platform: str, factor: float = 0.5, seconds: float = PENALTY_SECONDS) -> None:
-        """Lower the platform's rate for a while: it answered rate_limited."""
-
-    def slot(self, platform: str) -> ContextManager[None]:
-        """Hold one of the platform's concurrent-request slots."""
 
 
 def slow_down_if_asked(budget: RateBudget | None, platform: str, error: CrawlError) -> None:
@@ -129,7 +116,7 @@ class RetryLoop:
 
 
 def download_with_retries(
-    session: CrawlerSession | MediaTransport,
+    session: CarriesMedia | MediaTransport,
     request: DownloadRequest,
     policy: DownloadPolicy,
     on_attempt: Callable[[AttemptReport], None] | None = None,

@@ -28,8 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from media_crawler.config import environment_value
-from media_crawler.models import platform_names
+from media_crawler.environment import environment_value
+from media_crawler.platforms.registry import names as platform_names
 from media_crawler.store.dagster_private import STEP_EVENT_KINDS, RunRow, SqlRunStorage
 from media_crawler.store.reports.delays import DELAY_BUCKETS, DELAY_WINDOW_S, _round, percentile
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from media_crawler.config import CrawlConfig
-from media_crawler.models import platform_names
+from media_crawler.platforms.registry import names as platform_names
 from media_crawler.store.reports import platform_signals
 from media_crawler.scrub import excerpt
 from media_crawler.observe.status import disk_usage
-from media_crawler.store.blob_store import open_blob_store
+from media_crawler.store.open_store import open_blob_store
 from media_crawler.store.database import Engine
 from media_crawler.store.reports import probes
 
@@ -122,7 +122,7 @@ def _platform_outages(health: Callable[[], dict[str, dict[str, Any]]]) -> dict[s
 
 def _credentials_set(config: CrawlConfig) -> str:
     """Every variable `credential_env` names for a platform with sources is set (names, never values)."""
-    from media_crawler.pipeline.credentials import unset_credential_messages
+    from media_crawler.config import unset_credential_messages
 
     missing = unset_credential_messages(config)
     if missing:

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-from media_crawler.config import worker_name_override
+from media_crawler.environment import worker_name_override
 from media_crawler.observe.traces import debug_enabled, exception_summary, without_stack_trace
 from media_crawler.scrub import scrub_text
 from media_crawler.timestamps import utc_timestamp

@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
 from media_crawler.config import CrawlConfig
-from media_crawler.models import platform_names
+from media_crawler.platforms.registry import names as platform_names
 from media_crawler.observe import wait_summary
 from media_crawler.store.reports import counts, delay_fold, delays, platform_signals, waiting
 from media_crawler.observe.status import disk_usage

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
-from media_crawler.models import platform_names
+from media_crawler.platforms.registry import names as platform_names
 from media_crawler.observe.events import CORRELATION_KEYS, current_correlation
 from media_crawler.observe.logging import LOG_LAG
 

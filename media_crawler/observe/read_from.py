@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from media_crawler.config import CrawlConfig, home_dir
+from media_crawler.config import CrawlConfig
+from media_crawler.environment import home_dir
 from media_crawler.dagster_home import dagster_home_origin, dagster_home_path
 from media_crawler.store.urls import display_url
 

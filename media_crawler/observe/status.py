@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from media_crawler.config import CrawlConfig
-from media_crawler.models import platform_names
+from media_crawler.platforms.registry import names as platform_names
 from media_crawler.observe import wait_summary
 from media_crawler.store.reports import counts, delays, platform_signals, waiting
 from media_crawler.timestamps import utc_timestamp

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from media_crawler.config import CONFIG_ENV, CrawlConfig, config_from_dict, config_path_default, load_config
+from media_crawler.config import CrawlConfig, config_from_dict, load_config
+from media_crawler.environment import CONFIG_ENV, config_path_default
 from media_crawler.scrub import register_secret
 from media_crawler.store.urls import url_password
 

@@ -8,7 +8,7 @@ MEDIA_CRAWLER_DEBUG=1.
 """
 from __future__ import annotations
 
-from media_crawler.config import debug_enabled
+from media_crawler.environment import debug_enabled
 from media_crawler.store.dagster_private import FAILURE_PREFIX
 
 __all__ = ["debug_enabled", "exception_summary", "failure_message", "without_stack_trace"]

@@ -14,20 +14,11 @@ from __future__ import annotations
 import time
 from typing import Sequence
 
-from media_crawler.config import CrawlConfig
+from media_crawler.config import unset_credential_messages
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow, Source
 from media_crawler.observe.events import log_item
 from media_crawler.pipeline.runtime import Runtime
-
-
-def unset_credential_messages(config: CrawlConfig, platforms: Sequence[str] | None = None) -> list[str]:
-    """One line per unset variable of `platforms` (default: those with a configured source):
-    `FB_ACCESS_TOKEN is not set (platforms.facebook.credential_env.access_token)`."""
-    wanted = set(platforms) if platforms is not None else {source.platform for source in config.sources}
-    return [f"{env} is not set (platforms.{platform}.credential_env.{key})"
-            for platform, names in sorted(config.unset_credentials().items()) if platform in wanted
-            for key, env in names]
 
 
 def refuse_unset_credentials(runtime: Runtime, sources: Sequence[Source], window: DayWindow,

@@ -5,7 +5,7 @@ the same partition, or a worker restarted after a crash, never downloads an
 item another live worker holds; an expired lease means a dead worker and the
 item is claimable again. Per-item retries happen here, driven by the error
 taxonomy; what is still failing afterwards waits in `retry_wait` with a
-growing delay. When a whole platform is failing (recovery/outage.py), the
+growing delay. When a whole platform is failing (download/outage.py), the
 stage stops handing its items out, so a platform answering 500 for an hour is
 retried gently across runs instead of burning every retry in its first minute.
 """
@@ -31,11 +31,12 @@ from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.pipeline.scheduling import SizeAwareOrder
 from media_crawler.crashpoints import AFTER_CLAIM, AFTER_DOWNLOAD_LEDGER, AFTER_PART_WRITE, crash_point
-from media_crawler.recovery.leases import LeaseHeartbeat, release_dead_leases
-from media_crawler.recovery.liveness import lease_owner
-from media_crawler.recovery.outage import OutageBreaker
-from media_crawler.recovery.staging import remove_committed_staging
+from media_crawler.pipeline.leases import LeaseHeartbeat, release_dead_leases
+from media_crawler.pipeline.liveness import lease_owner
+from media_crawler.download.outage import OutageBreaker
+from media_crawler.store.staging import remove_committed_staging
 from media_crawler.store.ledger import GONE, Task
+from media_crawler.store.leases import claim_downloads
 from media_crawler.store.transitions import (
     AlreadyCommitted, Downloaded, DownloadFailed, FailedAttempt, HandedBack, Then, Transition,
 )
@@ -63,7 +64,8 @@ class ItemOutcome:
     validator: str | None = None  # resume validator of a partial .part, kept for the next run
     # What an `after_download` continuation did with the staged file (fetch-urls
     # verifies and commits in the worker): `.transition` follows the download in the
-    # same ledger write, `.emit()` logs its stage lines after the download line.
+    # same ledger write, `.emit()` logs its stage lines after the download line, and an
+    # `.error` that stops admission halts the step (pipeline/settle.py `Settled`).
     follow_up: Any = None
 
 
@@ -98,7 +100,7 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
     step retry that already waited for them).
     progress_sinks: where progress goes (observe/progress.py); default a
     periodic `progress` log event, which is what a Dagster run shows.
-    shard: (index, count): claim only this process's share of the rows (see Ledger.claim)."""
+    shard: (index, count): claim only this process's share of the rows (see store/leases.claim_downloads)."""
     report = StageReport("download")
     # The owner names this process (host/pid/start), so a restart can tell at
     # once that a predecessor's leases are dead instead of waiting LEASE_S.
@@ -117,7 +119,8 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
         # batch, not the whole partition (at 6,400 items it rewrote every row every
         # 40 s: ~8 versions per item, bench/SCALE.md). Rows this step claimed before
         # (a failure it already recorded) are not taken again.
-        batch = runtime.ledger.claim(
+        batch = claim_downloads(
+            runtime.ledger,
             source_key=source_keys(sources), day=window.day.isoformat() if window else None,
             lease=Lease(owner, LEASE_S, run_id), ignore_backoff=ignore_backoff, shard=shard,
             limit=CLAIM_BATCH, claimed_before=step_started)
@@ -127,7 +130,7 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
     tasks = claim()
     # A kill between the store's link and the unlink of the staging name leaves a .part
     # that is a second name of a committed blob: drop those before any download can write
-    # into one (recovery/staging.py). After the claim: a row we now hold is linked by no one else.
+    # into one (store/staging.py). After the claim: a row we now hold is linked by no one else.
     remove_committed_staging(runtime.store, runtime.ledger)
     sinks = progress_sinks if progress_sinks is not None else [LogSink(stage="download")]
     with LeaseHeartbeat(runtime.ledger, owner, LEASE_S), Progress("download", len(tasks), sinks=sinks) as progress:
@@ -181,6 +184,11 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
                 item = _download_one(runtime, task, step)
                 if step.after_download is not None and item.error is None and item.result is not None:
                     item.follow_up = step.after_download(item)
+                    stopped = getattr(item.follow_up, "error", None)
+                    if stopped is not None and stopped.policy.stops_admission:
+                        # A full or failing disk under the commit: hand out no more downloads,
+                        # as the commit stage stops touching the store (pipeline/settle.py).
+                        step.halted.setdefault(task.platform, stopped)
                 return item
         finally:
             order.finished(task)

@@ -17,24 +17,22 @@ verified are finished too.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager
+from typing import Callable, ContextManager
 
 from media_crawler.config import CrawlConfig
 from media_crawler.errors import CrawlError
-from media_crawler.http import make_session
+from media_crawler.sessions import make_session
 from media_crawler.models import DayWindow, Source
-from media_crawler.observe.events import log_item
 from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import ItemOutcome, Workers, download_partition
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler.pipeline.settle import Settled, commit_staged, verify_staged
 from media_crawler.pipeline.shard_processes import ShardProcesses
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
-from media_crawler.crashpoints import AFTER_LINK_BEFORE_LEDGER, AFTER_VERIFY, crash_point
+from media_crawler.crashpoints import AFTER_VERIFY, crash_point
 from media_crawler.store.ledger import CLAIM_LIMIT, FINISHED_STATES
-from media_crawler.store.transitions import Committed, FailedAttempt, Then, Transition, Verified
-from media_crawler.verify.verify import verify_file
+from media_crawler.store.transitions import Then
 
 
 # A list item still failing after the stage's in-step attempts (4, with
@@ -120,65 +118,21 @@ def _download_pass(runtime: Runtime, source: Source, threads: int, shard: tuple[
     return download_partition(runtime, source, None, workers=workers, ignore_backoff=True, shard=shard)
 
 
-@dataclass
-class StagedOutcome:
-    """Verify and commit of one freshly downloaded item: the ledger transition that
-    follows its download in the same write, and the stage lines to log after the download line."""
-
-    transition: Transition
-    lines: list[dict[str, Any]]
-
-    def emit(self) -> None:
-        for fields in self.lines:
-            log_item(**fields)
-
-
-def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> StagedOutcome:
-    """Stages 3 and 4 for one item, in the download worker, on the .part it just wrote.
-
-    Same checks, same store and same failure semantics as verify_partition and
-    commit_partition (a verify failure drops the .part and sends the item back
-    to the download stage; a commit failure takes the class's final state).
-    One difference, and why it is safe: the store does not re-hash the .part.
-    Its sha256 was computed by this worker over the very bytes it wrote and
-    fsynced a moment ago, and the staging name belongs to this task's lease, so
-    nothing else has written to it; a re-read would come from the page cache
-    and prove nothing more. For the same reason it is not fsynced twice: the
-    downloader fsynced it after its last write. (commit_partition, which takes
-    .parts of earlier runs, still re-hashes and fsyncs.)
+def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> Settled:
+    """Stages 3 and 4 for one item, in the download worker, on the .part it just wrote:
+    the settle path the Dagster stages take too (pipeline/settle.py), with one difference,
+    and why it is safe: the store does not re-hash the .part. Its sha256 was computed by
+    this worker over the very bytes it wrote and fsynced a moment ago, and the staging
+    name belongs to this task's lease, so nothing else has written to it; a re-read would
+    come from the page cache and prove nothing more. For the same reason it is not fsynced
+    twice. (commit_partition, which takes .parts of earlier runs, still re-hashes and fsyncs.)
     """
     task, result = item.task, item.result
-    part = runtime.store.staging_path(task.staging_name)
-    where = {"platform": task.platform, "canonical_url": task.canonical_url, "task_id": task.id}
-    started = time.monotonic()
-    try:
-        verify_file(part, kind=task.kind, expected_size=task.expected_size, expected_sha256=task.expected_sha256,
-                    actual_sha256=result.sha256, max_bytes=runtime.config.max_item_bytes,
-                    allow_unknown=runtime.allows_unknown_formats(task.platform))
-    except CrawlError as error:
-        part.unlink(missing_ok=True)
-        attempts = item.attempts + 1
-        failed = FailedAttempt.of_bad_bytes(error, attempts)
-        return StagedOutcome(failed, [dict(
-            where, stage="verify", outcome="failed", error_class=error.error_class.value, message=error.message,
-            attempt=attempts, duration_ms=(time.monotonic() - started) * 1000, bytes=result.size,
-            final_state=failed.state)])
-    verified = Verified()
-    lines = [dict(where, stage="verify", outcome="ok", attempt=item.attempts,
-                  duration_ms=(time.monotonic() - started) * 1000, bytes=result.size)]
+    verified = verify_staged(runtime, task, sha256=result.sha256, size=result.size, attempts=item.attempts)
+    if verified.error is not None:
+        return verified
     crash_point(AFTER_VERIFY)
-    started = time.monotonic()
-    try:
-        stored = runtime.store.put_if_absent(part, result.sha256, verify_hash=False, synced=True, size=result.size)
-    except CrawlError as error:
-        failed = FailedAttempt(error, item.attempts + 1, None)
-        lines.append(dict(where, stage="commit", outcome="failed", error_class=error.error_class.value,
-                          message=error.message, attempt=item.attempts + 1,
-                          duration_ms=(time.monotonic() - started) * 1000, bytes=result.size,
-                          final_state=failed.state))
-        return StagedOutcome(Then(verified, failed), lines)
-    crash_point(AFTER_LINK_BEFORE_LEDGER)  # the next run finds the blob and only updates the row
-    lines.append(dict(where, stage="commit", outcome="ok", attempt=item.attempts, sha256=result.sha256,
-                      bytes=stored.size, deduplicated=not stored.created,
-                      duration_ms=(time.monotonic() - started) * 1000))
-    return StagedOutcome(Then(verified, Committed()), lines)
+    committed = commit_staged(runtime, task, sha256=result.sha256, size=result.size, attempts=item.attempts,
+                              hashed_here=True)
+    return Settled(Then(verified.transition, committed.transition), verified.lines + committed.lines,
+                   committed.error, committed.stored)

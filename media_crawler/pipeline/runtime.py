@@ -7,13 +7,13 @@ import requests
 
 from media_crawler.config import CrawlConfig
 from media_crawler.platform_spec import PlatformSettings
-from media_crawler.deploy.workers import DOWNLOAD_THREADS_PER_WORKER
 from media_crawler.net.policy import UrlPolicy
+from media_crawler.pipeline.scheduling import DOWNLOAD_THREADS_PER_WORKER
 from media_crawler.scrub import register_environment_secrets
 from media_crawler.platforms.base import PlatformAdapter
-from media_crawler.store.blob_store import BlobStore, open_blob_store
+from media_crawler.store.blob_store import BlobStore
+from media_crawler.store.open_store import open_blob_store
 from media_crawler.store.ledger import Ledger
-
 
 
 def default_rates() -> dict[str, tuple[float, float]]:
@@ -26,17 +26,11 @@ def default_rates() -> dict[str, tuple[float, float]]:
     return {name: rate for name, spec in specs().items() if (rate := spec.default_rate()) is not None}
 
 
-def __getattr__(name: str):
-    if name == "DEFAULT_RATES":  # was a fixed dict of the built-in platforms
-        return default_rates()
-    raise AttributeError(name)
-
-
 def runtime_session() -> requests.Session:
     """The HTTP session of one worker: a worker (one run, one partition at a time)
     downloads with a fixed number of threads, so its pool size does not depend on the
     configuration; `workers: N` adds run slots, not threads (deploy/workers.py)."""
-    from media_crawler.http import make_session
+    from media_crawler.sessions import make_session
 
     return make_session(pool_size=DOWNLOAD_THREADS_PER_WORKER * 2)
 

@@ -18,6 +18,10 @@ from typing import Iterator
 
 from media_crawler.store.ledger import Task
 
+# Threads one worker downloads with. Small on purpose: N workers give 4N in all,
+# and the per-platform rate budget, not the thread count, decides the request rate.
+DOWNLOAD_THREADS_PER_WORKER = 4
+
 # From this size on, a file counts as large (disk-bound). The feed's announced
 # size decides; a file of unknown size counts as small.
 LARGE_FILE_BYTES = 8 * 1024 * 1024

@@ -5,7 +5,7 @@ of thousands of small files is bound by the interpreter long before the
 network or the disk: per file, the HTTP exchange, the log lines and the ledger
 bookkeeping are all Python. After the parent has recorded the feed, it forks
 `count - 1` children and works on shard 0 itself; shard `i` is the rows whose
-ledger id is `i` modulo `count` (Ledger.claim), so no two processes race for
+ledger id is `i` modulo `count` (store/leases.claim_downloads), so no two processes race for
 a row. Each child connects to the ledger and opens its HTTP session anew
 (store/database.py forgets the parent's engines after a fork) and has its own
 log stream.

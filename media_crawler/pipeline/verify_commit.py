@@ -8,21 +8,18 @@ next run, which finds the blob already there.
 """
 from __future__ import annotations
 
-import time
-
-from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow
 from media_crawler.observe.events import log_item
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, source_keys
-from media_crawler.crashpoints import AFTER_COMMIT_LEDGER, AFTER_LINK_BEFORE_LEDGER, AFTER_VERIFY, crash_point
-from media_crawler.recovery.leases import LeaseKeeper, claim_in_state
-from media_crawler.recovery.liveness import lease_owner
-from media_crawler.verify.verify import verify_file
+from media_crawler.crashpoints import AFTER_COMMIT_LEDGER, AFTER_VERIFY, crash_point
+from media_crawler.pipeline.leases import LeaseKeeper
+from media_crawler.pipeline.liveness import lease_owner
+from media_crawler.store.leases import claim_in_state
+from media_crawler.pipeline.settle import commit_staged, verify_staged
 from media_crawler.store.ledger import DISCOVERED, DOWNLOADED, GONE, VERIFIED, Ledger, Task
-from media_crawler.store.transitions import Committed, FailedAttempt, Released, StagingLost, Verified
-
+from media_crawler.store.transitions import Released, StagingLost
 
 
 def verify_partition(runtime: Runtime, source: Sources, window: DayWindow | None) -> StageReport:
@@ -40,35 +37,22 @@ def _verify(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
     changes = []
     for task in tasks:
         part = runtime.store.staging_path(task.staging_name)
-        started = time.monotonic()
         if not part.exists():
             # The staged bytes vanished (reconcile, a crash before fsync): download again.
             changes.append((task.id, StagingLost()))
             report.add_failure(task.canonical_url, "storage_error", "staged file missing; re-queued", DISCOVERED)
             _log_requeued("verify", task)
             continue
-        try:
-            verify_file(part, kind=task.kind, expected_size=task.expected_size,
-                        expected_sha256=task.expected_sha256, actual_sha256=task.sha256,
-                        allow_unknown=runtime.allows_unknown_formats(task.platform))
-        except CrawlError as error:
-            part.unlink(missing_ok=True)
-            attempts = task.attempts + 1
-            failed = FailedAttempt.of_bad_bytes(error, attempts)
-            changes.append((task.id, failed))
-            report.add_failure(task.canonical_url, error.error_class.value, error.message, failed.state)
-            _count_unfinished(report, failed.state)
-            log_item(stage="verify", platform=task.platform, canonical_url=task.canonical_url, outcome="failed",
-                     error_class=error.error_class.value, message=error.message, task_id=task.id,
-                     attempt=attempts, duration_ms=(time.monotonic() - started) * 1000, bytes=task.size,
-                     final_state=failed.state)
+        settled = verify_staged(runtime, task, sha256=task.sha256, size=task.size, attempts=task.attempts)
+        changes.append((task.id, settled.transition))
+        settled.emit()
+        if settled.error is not None:
+            report.add_failure(task.canonical_url, settled.error.error_class.value, settled.error.message,
+                               settled.transition.state)
+            _count_unfinished(report, settled.transition.state)
             continue
-        duration = (time.monotonic() - started) * 1000
         report.ok += 1
-        report.durations_ms.append(duration)
-        changes.append((task.id, Verified()))
-        log_item(stage="verify", platform=task.platform, canonical_url=task.canonical_url, outcome="ok",
-                 task_id=task.id, attempt=task.attempts, duration_ms=duration, bytes=task.size)
+        report.durations_ms.append(settled.duration_ms)
     return report, changes
 
 
@@ -88,40 +72,27 @@ def _commit(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
     changes = []
     for task in tasks:
         part = runtime.store.staging_path(task.staging_name)
-        started = time.monotonic()
-        try:
-            if not task.sha256:
-                raise CrawlError(ErrorClass.STORAGE_ERROR, "verified row without a sha256")
-            if not part.exists() and not runtime.store.exists(task.sha256):
-                changes.append((task.id, StagingLost()))
-                report.add_failure(task.canonical_url, "storage_error", "staged file missing; re-queued", DISCOVERED)
-                _log_requeued("commit", task)
-                continue
-            result = runtime.store.put_if_absent(part, task.sha256)
-            crash_point(AFTER_LINK_BEFORE_LEDGER)  # the next run finds the blob and only updates the row
-        except CrawlError as error:
-            failed = FailedAttempt(error, task.attempts + 1, None)
-            changes.append((task.id, failed))
-            report.add_failure(task.canonical_url, error.error_class.value, error.message, failed.state)
-            _count_unfinished(report, failed.state)
-            log_item(stage="commit", platform=task.platform, canonical_url=task.canonical_url, outcome="failed",
-                     error_class=error.error_class.value, message=error.message, task_id=task.id,
-                     attempt=task.attempts + 1, duration_ms=(time.monotonic() - started) * 1000, bytes=task.size,
-                     final_state=failed.state)
-            if error.policy.stops_admission:
+        if task.sha256 and not part.exists() and not runtime.store.exists(task.sha256):
+            changes.append((task.id, StagingLost()))
+            report.add_failure(task.canonical_url, "storage_error", "staged file missing; re-queued", DISCOVERED)
+            _log_requeued("commit", task)
+            continue
+        settled = commit_staged(runtime, task, sha256=task.sha256, size=task.size, attempts=task.attempts)
+        changes.append((task.id, settled.transition))
+        settled.emit()
+        if settled.error is not None:
+            report.add_failure(task.canonical_url, settled.error.error_class.value, settled.error.message,
+                               settled.transition.state)
+            _count_unfinished(report, settled.transition.state)
+            if settled.error.policy.stops_admission:
                 break  # disk full or failing: stop touching the store
             continue
-        duration = (time.monotonic() - started) * 1000
-        report.durations_ms.append(duration)
-        if result.created:
+        report.durations_ms.append(settled.duration_ms)
+        if settled.stored.created:
             report.ok += 1
-            report.bytes += result.size
+            report.bytes += settled.stored.size
         else:
             report.extra["items_deduplicated"] = report.extra.get("items_deduplicated", 0) + 1
-        changes.append((task.id, Committed()))
-        log_item(stage="commit", platform=task.platform, canonical_url=task.canonical_url, outcome="ok",
-                 task_id=task.id, attempt=task.attempts, sha256=task.sha256, bytes=result.size,
-                 deduplicated=not result.created, duration_ms=duration)
     return report, changes
 
 

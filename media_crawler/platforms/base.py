@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator, Mapping, Protocol
 
 from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
-from media_crawler.platform_spec import PlatformSettings as _PlatformSettings
+from media_crawler.platform_spec import PlatformSettings
 
 
 @dataclass(frozen=True)
@@ -42,14 +42,9 @@ class ApiTransport(Protocol):
     ) -> ApiResponse: ...
 
 
-# The settings schema lives in platform_spec.py, where config.py and the platforms both use it.
-PlatformSettings = _PlatformSettings
-
-
 class PlatformAdapter(ABC):
     name: ClassVar[str]
     default_api_base: ClassVar[str]
-    default_media_hosts: ClassVar[tuple[str, ...]] = ()
     # Seconds a media URL stays valid after resolution; None: does not expire.
     url_lifetime_s: ClassVar[float | None] = None
 

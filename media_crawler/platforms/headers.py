@@ -3,8 +3,8 @@ credentials named in settings (environment variable names, never values)."""
 from __future__ import annotations
 
 
-from media_crawler.config import environment_value
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.environment import environment_value
+from media_crawler.platform_spec import PlatformSettings
 
 # Bilibili and Weibo answer non-browser agents with risk-control pages.
 BROWSER_USER_AGENT = (

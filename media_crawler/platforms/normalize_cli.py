@@ -26,7 +26,8 @@ from typing import Any, Callable, Iterable, TextIO
 
 from media_crawler.errors import CrawlError
 from media_crawler.models import MediaRecord
-from media_crawler.platforms.base import FeedItem, PlatformSettings
+from media_crawler.platforms.base import FeedItem
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.detect import Context, Note
 from media_crawler.platforms.items import MALFORMED, check_record
 from media_crawler.platforms.responses import parse_error
@@ -172,9 +173,3 @@ def detector(platform: str) -> Detector | None:
     return spec.load("normalize") if spec is not None else None
 
 
-def __getattr__(name: str):
-    if name == "NORMALIZERS":  # platform -> detector, for every registered platform that has one
-        from media_crawler.platforms.registry import specs
-
-        return {spec.name: spec.load("normalize") for spec in specs().values() if spec.normalize is not None}
-    raise AttributeError(name)

@@ -7,7 +7,7 @@ entry-point group `media_crawler.platforms`:
     [project.entry-points."media_crawler.platforms"]
     instagram = "mc_instagram:SPEC"
 
-Everything that lists platforms (models.platform_names, config.py, shards.py, the
+Everything that lists platforms (`names()`, config.py, shards.py, the
 rate budget, `normalize`, the demo, the simulator) asks `specs()`. The answer is
 cached; `clear_cache()` forgets it (tests that add a distribution to sys.path).
 """
@@ -16,13 +16,15 @@ from __future__ import annotations
 import functools
 import importlib
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
+from media_crawler.models import Source
 from media_crawler.platform_spec import PlatformSpec
 from media_crawler.scrub import register_signature_params
 
 if TYPE_CHECKING:
-    from media_crawler.platforms.base import ApiTransport, PlatformAdapter, PlatformSettings
+    from media_crawler.platforms.base import ApiTransport, PlatformAdapter
+    from media_crawler.platform_spec import PlatformSettings
 
 ENTRY_POINT_GROUP = "media_crawler.platforms"
 # Order matters: it is the order of the default shard layout, the demo and the simulator's world.
@@ -81,11 +83,13 @@ def spec_for(platform: str) -> PlatformSpec:
         raise ValueError(f"unknown platform {platform!r}; expected one of {', '.join(specs())}") from None
 
 
+def parse_source(platform: str, text: Any, options: Mapping[str, Any] | None = None) -> Source:
+    """`("bilibili", "user 12345")`, `("urls", "http://host/feed.json")`: the platform's
+    spec (platform_spec.py) reads the entry; an unknown platform is a one-line ValueError."""
+    return spec_for(platform.strip().lower()).parse_source(text, options)
+
+
 def build_adapter(platform: str, settings: "PlatformSettings", transport: "ApiTransport") -> "PlatformAdapter":
     return spec_for(platform).load("adapter")(settings, transport)
 
 
-def __getattr__(name: str):
-    if name == "ADAPTERS":  # name -> adapter class, as before the registry (imports every adapter)
-        return {spec.name: spec.load("adapter") for spec in specs().values()}
-    raise AttributeError(name)

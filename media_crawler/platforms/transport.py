@@ -9,7 +9,7 @@ import requests
 import urllib3
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.http import make_session
+from media_crawler.sessions import make_session
 from media_crawler.net.connect_errors import dropped_connection_class
 from media_crawler.net.policy import UrlPolicy
 from media_crawler.net.proxies import PerOrigin, proxy_for

@@ -11,7 +11,8 @@ from datetime import datetime
 from typing import Iterable
 
 from media_crawler.models import DayWindow, iso_utc
-from media_crawler.platforms.base import CursorStore, PlatformSettings
+from media_crawler.platforms.base import CursorStore
+from media_crawler.platform_spec import PlatformSettings
 
 DEFAULT_MAX_PAGES = 500  # a server that never stops paging must not hold a run forever
 

@@ -32,9 +32,10 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from media_crawler.config import CrawlConfig, environment_value
+from media_crawler.config import CrawlConfig
+from media_crawler.environment import environment_value
 from media_crawler.recovery.copying import BlobCopy, copy_blobs, copy_tree_of_sqlite, pg_dump, sqlite_copy
-from media_crawler.store.blob_store import open_blob_store
+from media_crawler.store.open_store import open_blob_store
 from media_crawler.store.snapshots import leases_held_in, schema_version_in
 from media_crawler.store.urls import is_postgres, same_postgres_database, sqlite_file
 
@@ -54,12 +55,6 @@ def adapter_credentials() -> dict[str, tuple[str, str]]:
     from media_crawler.platforms.registry import specs
 
     return {name: spec.credential for name, spec in specs().items() if spec.credential is not None}
-
-
-def __getattr__(name: str):
-    if name == "ADAPTER_CREDENTIALS":
-        return adapter_credentials()
-    raise AttributeError(name)
 
 
 @dataclass

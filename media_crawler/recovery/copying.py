@@ -19,7 +19,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from media_crawler.config import environment_copy
+from media_crawler.environment import environment_copy
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.store.blob_store import BlobStore
 from media_crawler.store.urls import libpq_url

@@ -39,7 +39,7 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from media_crawler.recovery.leases import dead_owners, release_dead_leases
+from media_crawler.pipeline.leases import dead_owners, release_dead_leases
 from media_crawler.store import blob_rows
 from media_crawler.store.blob_rows import BlobRow
 from media_crawler.store.blob_store import BlobStore, rehash

@@ -44,7 +44,8 @@ from pathlib import Path
 import yaml
 
 from media_crawler.dagster_home import INSTANCE_TEMPLATE
-from media_crawler.config import ConfigError, environment_value, set_environment
+from media_crawler.config import ConfigError
+from media_crawler.environment import environment_value, set_environment
 from media_crawler.recovery import backup as layout
 from media_crawler.recovery.copying import copy_blobs, copy_tree_of_sqlite, pg_restore, sqlite_copy
 from media_crawler.recovery.dispatch import LOCATION_NAME, DispatchPause, pause_dispatch, resume_dispatch
@@ -88,7 +89,7 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
     from dagster import DagsterInstance
 
     from media_crawler.recovery.reconcile import reconcile
-    from media_crawler.store.blob_store import open_blob_store
+    from media_crawler.store.open_store import open_blob_store
     from media_crawler.store.ledger import Ledger
 
     manifest = layout.BackupManifest.read(backup_dir)

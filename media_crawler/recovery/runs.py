@@ -24,7 +24,7 @@ from datetime import datetime
 
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
-from media_crawler.recovery.liveness import is_dead, process_token
+from media_crawler.pipeline.liveness import is_dead, process_token
 
 PROCESS_TAG = "media_crawler/process"
 PARTITION_TAG = "dagster/partition"

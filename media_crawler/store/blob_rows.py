@@ -1,6 +1,6 @@
 """Ledger rows as the checks of the blob store see them, and the repairs those checks make.
 
-recovery/reconcile.py and recovery/staging.py compare the store's files with
+recovery/reconcile.py and store/staging.py compare the store's files with
 the rows that name them, and pipeline/integrity.py a partition's committed rows
 with their blobs; they judge, and these functions read and write the rows.
 Every repair is conditional on the state the check observed, so a repair beside

@@ -17,7 +17,7 @@ make bytes need files:
   temporary download from an object store.
 
 The implementation today is store/cas.py `FilesystemBlobStore`; `open_blob_store`
-is the one place that chooses it.
+(store/open_store.py) is the one place that chooses it.
 """
 from __future__ import annotations
 
@@ -96,15 +96,6 @@ class BlobStore(Protocol):
         """The blob a staged file is another name of (a crash between a put's link and its
         unlink leaves one), or None. hints: hashes it probably has; may_hash: with none of
         them right, hash the file to find out. A store that copies on put answers None."""
-
-
-def open_blob_store(root: str | os.PathLike, *, create: bool = False) -> BlobStore:
-    """The store of a crawl home (`store:` in sources.yaml). create: make its folders when
-    missing (a run that writes); without it a check or a report leaves the disk as it is."""
-    from media_crawler.store.cas import FilesystemBlobStore  # cas.py builds on this module
-
-    store = FilesystemBlobStore(root)
-    return store.ensure() if create else store
 
 
 def stream_sha256(stream: BinaryIO) -> str:

@@ -1,9 +1,9 @@
 """The ledger's stage leases: who holds which rows, taking them, and giving them back.
 
-The download stage's claim and every owner's heartbeat are Ledger methods
-(store/ledger.py); the leases of the verify and commit stages, and the release
-of leases whose holder died, are here. Which holder is dead is not the store's
-to judge (recovery/leases.py asks the process table): these functions only read
+Every lease's SQL is here: the download stage's claim (`claim_downloads`), the
+verify and commit stages' (`claim_in_state`), every owner's renewal (`renew_leases`),
+and the release of leases whose holder died. Which holder is dead is not the store's
+to judge (pipeline/leases.py asks the process table): these functions only read
 the leases and apply what the caller decided.
 """
 from __future__ import annotations
@@ -12,12 +12,16 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 
 from media_crawler.store.database import lock_rows_in_id_order
-from media_crawler.store.ledger import DISCOVERED, DOWNLOADING, Ledger, SourceScope, T, Task, where_sources
+from media_crawler.models import Lease
+from media_crawler.store.ledger import (
+    CLAIM_LIMIT, DISCOVERED, DOWNLOADING, RETRY_WAIT, Ledger, SourceScope, T, Task, task_from_row, where_sources)
 
 _CHUNK = 500  # ids per IN (...) list: far below SQLite's variable limit
+# A verify or commit lease's length; its holder's keeper (pipeline/leases.py) renews it a third of the way in.
+STAGE_LEASE_S = 300.0
 
 
 def latest_expiry_by_owner(ledger: Ledger) -> dict[str, float]:
@@ -61,8 +65,57 @@ def drop_leases_of(ledger: Ledger, owner: str) -> None:
         conn.execute(update(T).where(T.c.lease_owner == owner).values(lease_owner=None, lease_expires_at=None))
 
 
+def claim_downloads(
+    ledger: Ledger, *, source_key: SourceScope, day: str | None, lease: Lease, limit: int | None = None,
+    ignore_backoff: bool = False,
+    shard: tuple[int, int] | None = None, claimed_before: float | None = None,
+) -> list[Task]:
+    """Lease claimable rows to `lease.owner`. Rows leased by a worker whose lease
+    expired are claimable again: that worker is presumed dead.
+
+    shard: (index, count): only rows whose id is index modulo count, so
+    `count` processes can split one list without racing for the same rows.
+    claimed_before: only rows not claimed since then (a step claiming in batches
+    does not take back a row it already tried).
+    """
+    now = time.time()
+    ready = [T.c.state == DISCOVERED,
+             and_(T.c.state == RETRY_WAIT, or_(T.c.next_attempt_at.is_(None), T.c.next_attempt_at <= now))
+             if not ignore_backoff else T.c.state == RETRY_WAIT]
+    ready.append(and_(T.c.state == DOWNLOADING, T.c.lease_expires_at < now))
+    query = where_sources(select(T).where(or_(*ready)), source_key)
+    if day is not None:
+        query = query.where(T.c.day == day)
+    if shard is not None:
+        index, count = shard
+        query = query.where(T.c.id % count == index)
+    if claimed_before is not None:
+        query = query.where(or_(T.c.claimed_at.is_(None), T.c.claimed_at < claimed_before))
+    query = query.order_by(T.c.id).limit(limit or CLAIM_LIMIT)
+    if ledger.engine.dialect.name == "postgresql":
+        query = query.with_for_update(skip_locked=True)
+    with ledger.engine.begin() as conn:
+        rows = conn.execute(query).fetchall()
+        if not rows:
+            return []
+        ids = [row.id for row in rows]
+        conn.execute(update(T).where(T.c.id.in_(ids)).values(
+            state=DOWNLOADING, lease_owner=lease.owner, lease_expires_at=now + lease.seconds, claimed_at=now,
+            run_id=lease.run_id, updated_at=now,
+        ))
+    return [task_from_row(row) for row in rows]
+
+def renew_leases(ledger: Ledger, owner: str, lease_s: float) -> int:
+    """Extend every lease `owner` holds (whatever stage holds the rows)."""
+    now = time.time()
+    with ledger.engine.begin() as conn:
+        lock_rows_in_id_order(conn, T, T.c.lease_owner == owner)
+        return conn.execute(update(T).where(T.c.lease_owner == owner).values(
+            lease_expires_at=now + lease_s)).rowcount
+
+
 def claim_in_state(ledger: Ledger, state: str, *, source_key: SourceScope, day: str | None, owner: str,
-                   lease_s: float) -> list[Task]:
+                   lease_s: float = STAGE_LEASE_S) -> list[Task]:
     """Lease the partition's rows in `state` that nobody holds, or whose lease expired."""
     now = time.time()
     free = or_(T.c.lease_owner.is_(None), T.c.lease_expires_at < now)

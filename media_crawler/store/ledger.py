@@ -11,29 +11,27 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy import bindparam, func, select, update
 
-from media_crawler.errors import CrawlError, FinalState
-from media_crawler.models import ItemError, Lease, MediaRecord, iso_utc
+from media_crawler.errors import CrawlError
+from media_crawler.models import ItemError, MediaRecord, iso_utc
 from media_crawler.crashpoints import MID_LEDGER_BATCH, crash_point
 from media_crawler.scrub import excerpt, mask_secrets, scrub_url
 from media_crawler.store import schema
-from media_crawler.store.database import get_engine, lock_ids_in_order, lock_rows_in_id_order, migrate
+from media_crawler.store.database import get_engine, lock_ids_in_order, migrate
+# The states, importable from here as before (most callers know the ledger, not states.py).
+from media_crawler.store.states import (  # noqa: F401
+    COMMITTED, DISCOVERED, DOWNLOADED, DOWNLOADING, FAILED, FINISHED_STATES, GONE, RETRY_WAIT, STATES, VERIFIED)
 
-if TYPE_CHECKING:  # transitions.py names the states from this module
+if TYPE_CHECKING:  # transitions.py takes its states from states.py, so this edge is one-way
     from media_crawler.store.transitions import Transition
 
 T = schema.tasks
 
-DISCOVERED, DOWNLOADING, DOWNLOADED, VERIFIED, COMMITTED = "discovered", "downloading", "downloaded", "verified", "committed"
-# A failure's final state is its error class's (errors.py): the same two words.
-RETRY_WAIT, FAILED, GONE = "retry_wait", FinalState.FAILED.value, FinalState.GONE.value
-FINISHED_STATES = (COMMITTED, GONE)
 # The variant of a row the crawler made rather than downloaded: a DASH group's
 # tracks muxed into one MP4 (pipeline/mux_tracks.py). Its blob, if lost, is made
 # again from the tracks, never downloaded.
 MUX_VARIANT = "mux"
-STATES = (DISCOVERED, DOWNLOADING, DOWNLOADED, VERIFIED, COMMITTED, RETRY_WAIT, FAILED, GONE)
 # Rows one claim leases at most: a longer list is claimed in several passes.
 CLAIM_LIMIT = 10_000
 
@@ -91,7 +89,7 @@ def where_sources(query, source_key: SourceScope):
     return query.where(T.c.source_key.in_(list(source_key)))
 
 
-def _task(row: Any) -> Task:
+def task_from_row(row: Any) -> Task:
     return Task(
         id=row.id, platform=row.platform, item_id=row.item_id, variant=row.variant, kind=row.kind,
         source_key=row.source_key, day=row.day, canonical_url=row.canonical_url, media_url=row.media_url,
@@ -206,56 +204,6 @@ class Ledger:
         with self.engine.begin() as conn:
             return bool(_insert_absent(conn, [row]))
 
-    # -- claims and leases ---------------------------------------------------
-    def claim(
-        self, *, source_key: SourceScope, day: str | None, lease: Lease, limit: int | None = None,
-        states: Sequence[str] = (DISCOVERED, RETRY_WAIT), ignore_backoff: bool = False,
-        shard: tuple[int, int] | None = None, claimed_before: float | None = None,
-    ) -> list[Task]:
-        """Lease claimable rows to `lease.owner`. Rows leased by a worker whose lease
-        expired are claimable again: that worker is presumed dead.
-
-        shard: (index, count): only rows whose id is index modulo count, so
-        `count` processes can split one list without racing for the same rows.
-        claimed_before: only rows not claimed since then (a step claiming in batches
-        does not take back a row it already tried).
-        """
-        now = time.time()
-        ready = [T.c.state == DISCOVERED]
-        if RETRY_WAIT in states:
-            ready.append(and_(T.c.state == RETRY_WAIT, or_(T.c.next_attempt_at.is_(None), T.c.next_attempt_at <= now))
-                         if not ignore_backoff else T.c.state == RETRY_WAIT)
-        ready.append(and_(T.c.state == DOWNLOADING, T.c.lease_expires_at < now))
-        query = where_sources(select(T).where(or_(*ready)), source_key)
-        if day is not None:
-            query = query.where(T.c.day == day)
-        if shard is not None:
-            index, count = shard
-            query = query.where(T.c.id % count == index)
-        if claimed_before is not None:
-            query = query.where(or_(T.c.claimed_at.is_(None), T.c.claimed_at < claimed_before))
-        query = query.order_by(T.c.id).limit(limit or CLAIM_LIMIT)
-        if self.engine.dialect.name == "postgresql":
-            query = query.with_for_update(skip_locked=True)
-        with self.engine.begin() as conn:
-            rows = conn.execute(query).fetchall()
-            if not rows:
-                return []
-            ids = [row.id for row in rows]
-            conn.execute(update(T).where(T.c.id.in_(ids)).values(
-                state=DOWNLOADING, lease_owner=lease.owner, lease_expires_at=now + lease.seconds, claimed_at=now,
-                run_id=lease.run_id, updated_at=now,
-            ))
-        return [_task(row) for row in rows]
-
-    def heartbeat(self, owner: str, lease_s: float) -> int:
-        """Extend every lease `owner` holds (whatever stage holds the rows)."""
-        now = time.time()
-        with self.engine.begin() as conn:
-            lock_rows_in_id_order(conn, T, T.c.lease_owner == owner)
-            return conn.execute(update(T).where(T.c.lease_owner == owner).values(
-                lease_expires_at=now + lease_s)).rowcount
-
     # -- stage transitions (batched) ----------------------------------------
     def apply(self, changes: Iterable[tuple[int, str | None, "Transition"]]) -> int:
         """Apply many (task_id, expected_owner_or_None, transition) moves in one
@@ -286,7 +234,7 @@ class Ledger:
         if limit:
             query = query.limit(limit)
         with self.engine.connect() as conn:
-            return [_task(row) for row in conn.execute(query)]
+            return [task_from_row(row) for row in conn.execute(query)]
 
     def state_counts(self, *, source_key: SourceScope = None, day: str | None = None) -> dict[str, int]:
         query = select(T.c.state, func.count()).group_by(T.c.state)

@@ -7,6 +7,7 @@ process on one ledger database sees one bucket per platform.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Iterator, NamedTuple, Protocol
 
 from sqlalchemy import insert, select, update
@@ -14,6 +15,51 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from media_crawler.store.schema import rate_budget
+
+
+# A penalty never takes a platform below this share of its configured rate, so
+# repeated 429s slow it down hard but never stop it for good.
+MIN_RATE_FRACTION = 1 / 64
+TOKEN_EPSILON = 1e-6
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """A platform's token bucket as its row stores it, and its arithmetic: the budget
+    (download/ratebudget.py) draws on it, `status` reads it (store/reports/platform_signals.py)."""
+
+    tokens: float
+    updated_at: float
+    rate: float  # tokens per second in force now
+    base_rate: float  # the configured rate, restored when a penalty ends
+    burst: float
+    slow_until: float = 0.0
+
+    def refilled(self, now: float) -> "Bucket":
+        """The bucket at `now`: tokens earned since updated_at, penalty lifted once it ran out."""
+        tokens, rate, slow_until, since = self.tokens, self.rate, self.slow_until, self.updated_at
+        if slow_until and now >= slow_until:
+            tokens += max(slow_until - since, 0.0) * rate  # earned at the lowered rate
+            rate, since, slow_until = self.base_rate, max(since, slow_until), 0.0
+        tokens = min(self.burst, tokens + max(now - since, 0.0) * rate)
+        return replace(self, tokens=tokens, updated_at=max(now, self.updated_at), rate=rate, slow_until=slow_until)
+
+    def take(self, now: float, wanted: int) -> tuple["Bucket", int, float]:
+        """(new bucket, tokens granted, seconds until one token if none granted)."""
+        bucket = self.refilled(now)
+        # The epsilon absorbs float error (0.2 s * 5/s == 0.9999...): without it
+        # the bucket would ask for ever-tinier sleeps that never add up to a token.
+        granted = min(wanted, int(bucket.tokens + TOKEN_EPSILON))
+        if granted >= 1:
+            return replace(bucket, tokens=bucket.tokens - granted), granted, 0.0
+        return bucket, 0, (1.0 - bucket.tokens) / bucket.rate
+
+    def penalized(self, now: float, factor: float, seconds: float) -> "Bucket":
+        bucket = self.refilled(now)
+        rate = max(bucket.rate * factor, bucket.base_rate * MIN_RATE_FRACTION)
+        # The platform just said "too many": spend nothing that was saved up.
+        return replace(bucket, tokens=min(bucket.tokens, 0.0), rate=rate, slow_until=max(bucket.slow_until, now + seconds))
+
 
 
 class StoredBucket(NamedTuple):

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from media_crawler import errors
 from media_crawler.errors import CrawlError
-from media_crawler.store.ledger import COMMITTED, DISCOVERED, DOWNLOADED, RETRY_WAIT, VERIFIED
+from media_crawler.store.states import COMMITTED, DISCOVERED, DOWNLOADED, RETRY_WAIT, VERIFIED
 from media_crawler.store.waits import halted_values, retry_values
 from media_crawler.scrub import excerpt
 

@@ -7,7 +7,7 @@ from dagster import DagsterInstance
 
 from media_crawler.commands.crawl import crawl
 from media_crawler.config import load_config
-from media_crawler.store.blob_store import open_blob_store
+from media_crawler.store.open_store import open_blob_store
 from media_crawler_tests.recovery.support import write_recovery_config
 
 DAY = "2026-11-27"

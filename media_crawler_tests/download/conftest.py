@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from media_crawler.http import make_session
+from media_crawler.sessions import make_session
 from media_crawler_tests.download.httpserver import ScriptedServer
 
 

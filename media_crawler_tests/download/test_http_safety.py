@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.http import make_session, parse_retry_after, redact_url
+from media_crawler.http import parse_retry_after, redact_url
+from media_crawler.sessions import make_session
 from media_crawler.net.policy import UrlPolicy
 
 

@@ -13,7 +13,8 @@ from media_crawler.download.media_transport import MediaTransport
 from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.download.responses import open_following_redirects
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.http import Timeouts, make_session
+from media_crawler.http import Timeouts
+from media_crawler.sessions import make_session
 from media_crawler.net.policy import UrlPolicy
 from media_crawler.platforms.transport import RequestsTransport
 from media_crawler_tests.download.httpserver import Reply
@@ -65,7 +66,7 @@ def test_a_download_without_an_adapter_user_agent_names_the_crawler(server):
 
 
 def test_the_environment_may_name_a_private_ca_bundle(monkeypatch, tmp_path):
-    from media_crawler.config import ca_bundle_override
+    from media_crawler.environment import ca_bundle_override
 
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)

@@ -7,14 +7,12 @@ from media_crawler.models import DayWindow, MediaRecord, Source
 from media_crawler.platforms.base import CursorStore, FeedItem, PlatformAdapter
 from media_crawler.platforms.responses import decode_json, http_status_error
 from media_crawler.platforms.window import NewestSeen, max_pages, page_reaches_before
-from media_crawler_tests.fourth_platform import SPEC
 from media_crawler_tests.fourth_platform.normalize import PLATFORM, classify, records_from_page
 
 
 class ExampleAdapter(PlatformAdapter):
     name = PLATFORM
     default_api_base = "https://api.example.test"
-    default_media_hosts = SPEC.media_hosts
     url_lifetime_s = None
 
     def iter_records(self, source: Source, window: DayWindow, cursors: CursorStore | None = None) -> Iterator[FeedItem]:

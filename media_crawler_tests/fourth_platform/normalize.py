@@ -12,7 +12,8 @@ from typing import Any, Iterable
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import MediaRecord
-from media_crawler.platforms.base import FeedItem, PlatformSettings
+from media_crawler.platforms.base import FeedItem
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.fields import as_list, as_size, as_str, compact, parse_iso, require
 from media_crawler.platforms.items import guarded
 from media_crawler.platforms.responses import parse_error

@@ -12,7 +12,8 @@ import pytest
 from media_crawler.cli import main
 from media_crawler.config import config_from_dict
 from media_crawler.errors import CrawlError, ErrorClass, policy_for
-from media_crawler.models import DayWindow, Source
+from media_crawler.models import DayWindow
+from media_crawler.platforms.registry import parse_source
 from media_crawler.net.redirects import REDIRECT_STATUSES
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler_tests.download.httpserver import Reply, ScriptedServer
@@ -112,7 +113,7 @@ def feed_error_classes(tmp, feed_urls: list[str]) -> dict[str, ErrorClass]:
     adapter, classes = runtime.adapter("urls"), {}
     for url in feed_urls:
         with pytest.raises(CrawlError) as caught:
-            list(adapter.iter_records(Source.parse("urls", url), DayWindow(date(2026, 11, 26))))
+            list(adapter.iter_records(parse_source("urls", url), DayWindow(date(2026, 11, 26))))
         classes[url] = caught.value.error_class
     return classes
 

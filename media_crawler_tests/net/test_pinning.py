@@ -7,7 +7,7 @@ import pytest
 from media_crawler.download.fetcher import download_to_part
 from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.http import make_session
+from media_crawler.sessions import make_session
 from media_crawler.net.addresses import is_internal_address, parse_address
 from media_crawler.net.policy import UrlPolicy
 from media_crawler_tests.download.httpserver import Reply, ScriptedServer

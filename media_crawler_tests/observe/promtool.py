@@ -5,7 +5,6 @@ real prometheus scraping the exporter. Debian's `prometheus` package provides bo
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import time
@@ -15,7 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 

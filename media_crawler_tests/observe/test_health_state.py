@@ -21,15 +21,12 @@ from itertools import count
 import pytest
 import requests
 import yaml
-from dagster import DagsterInstance
 from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 from sqlalchemy import insert
 
 from media_crawler import errors
 from media_crawler.cli import main
-from media_crawler.commands.crawl import crawl
-from media_crawler.commands.rerun_failed import rerun
 from media_crawler.commands.status import render_text
 from media_crawler.config import config_from_dict, load_config
 from media_crawler.observe.health import ready
@@ -330,7 +327,7 @@ def test_the_auth_alert_fires_resolves_after_the_renewed_token_and_fires_again(o
 
 def test_the_outage_threshold_and_classes_are_the_breakers():
     """The store may not import recovery/: the threshold is repeated, and must stay the same."""
-    from media_crawler.recovery import outage
+    from media_crawler.download import outage
     from media_crawler.store.reports import platform_incidents
 
     assert platform_incidents.OUTAGE_STREAK == outage.OUTAGE_THRESHOLD

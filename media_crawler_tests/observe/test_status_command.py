@@ -11,6 +11,7 @@ from media_crawler.store.reports.counts import expired_leases
 from media_crawler.store.reports.delays import percentile
 from media_crawler.store import schema
 from media_crawler.store.ledger import Ledger
+from media_crawler.store.leases import claim_downloads
 
 T = schema.tasks
 
@@ -63,7 +64,7 @@ def test_items_leased_by_a_silent_worker_are_uncertain(crawl_home, capsys):
     record = MediaRecord(platform="urls", item_id="x1", variant="file", kind="image",
                          canonical_url="http://127.0.0.1/x1.jpg", media_url="http://127.0.0.1/x1.jpg")
     ledger.record_discovered([record], source_key="urls-x", day="2026-11-27")
-    ledger.claim(source_key="urls-x", day="2026-11-27", lease=Lease("dead-worker:1", 60))
+    claim_downloads(ledger, source_key="urls-x", day="2026-11-27", lease=Lease("dead-worker:1", 60))
     with ledger.engine.begin() as conn:  # the worker died: nobody renewed its lease
         conn.execute(update(T).values(lease_expires_at=time.time() - 30))
     leases = expired_leases(ledger.engine, time.time())

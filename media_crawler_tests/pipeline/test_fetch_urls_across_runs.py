@@ -17,7 +17,8 @@ import pytest
 from media_crawler import errors
 from media_crawler.cli import main
 from media_crawler.config import config_from_dict
-from media_crawler.models import DayWindow, Source
+from media_crawler.models import DayWindow
+from media_crawler.platforms.registry import parse_source
 from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import Workers, download_partition
 from media_crawler.pipeline.fetch_list import verify_and_commit
@@ -90,7 +91,7 @@ def list_runtime(server, store, items: list[dict], **settings):
     feed = server.route("/feed.json", Reply(json.dumps({"items": items}).encode(), content_type="application/json"))
     config = config_from_dict({"store": str(store), "ledger_url": f"sqlite:///{store / 'ledger.db'}",
                                "allow_hosts": ["127.0.0.1:*"], "sources": [{"urls": feed}], **settings})
-    runtime, source = Runtime.from_config(config), Source.parse("urls", feed)
+    runtime, source = Runtime.from_config(config), parse_source("urls", feed)
     discover(runtime, source, DayWindow(date.today()))
     return runtime, source
 

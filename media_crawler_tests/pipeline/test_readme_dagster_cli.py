@@ -20,7 +20,7 @@ import sys
 import threading
 from pathlib import Path
 
-from media_crawler.config import config_path_default, demo_config_path
+from media_crawler.environment import config_path_default, demo_config_path
 from media_crawler.definitions import code_location_layout
 
 REPO = Path(__file__).resolve().parents[2]

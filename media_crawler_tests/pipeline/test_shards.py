@@ -11,7 +11,7 @@ from media_crawler.cli import main as cli_main
 from media_crawler.commands.crawl import crawl
 from media_crawler.config import config_from_dict, load_config
 from media_crawler.defs.partitions import crawl_partitions
-from media_crawler.models import Source
+from media_crawler.platforms.registry import parse_source
 from media_crawler.pipeline.layout import LayoutError
 from media_crawler.shards import DEFAULT_START_DAY, PartitionLayout
 from media_crawler.sim.content.bilibili import BROKEN_FEED_MID
@@ -73,9 +73,9 @@ def test_a_bad_partitions_section_is_refused_in_one_line(raw, reason):
 
 def test_adding_a_source_never_moves_another_one():
     layout = PartitionLayout()
-    sources = [Source.parse("weibo", f"user {n}") for n in range(2_000)]
+    sources = [parse_source("weibo", f"user {n}") for n in range(2_000)]
     before = {source.key: layout.shard_of(source) for source in sources}
-    added = [*sources, *(Source.parse("weibo", f"user {n}") for n in range(5_000, 6_000))]
+    added = [*sources, *(parse_source("weibo", f"user {n}") for n in range(5_000, 6_000))]
     after = {source.key: layout.shard_of(source) for source in added}
     assert all(after[key] == shard for key, shard in before.items())
     assert len(set(before.values())) == 16, "the sources spread over every shard"

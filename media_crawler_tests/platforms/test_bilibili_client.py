@@ -9,14 +9,15 @@ from datetime import date
 import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.models import DayWindow, ItemError, MediaRecord
+from media_crawler.platforms.registry import parse_source
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.bilibili.client import BilibiliAdapter
 from media_crawler.platforms.bilibili.wbi import mixin_key
 
 from .fakes import FakeTransport, InTurn, load_fixture
 
-SOURCE = Source.parse("bilibili", "user 900408")
+SOURCE = parse_source("bilibili", "user 900408")
 WINDOW = DayWindow(date(2025, 4, 22))  # the first upload's day; the second is 5 days older
 NAV = load_fixture("bilibili", "nav_wbi_keys_not_logged_in.json")
 MIXIN = mixin_key("bb08aae48437802fd5f9e3c36677d313", "1a8b8447a33cb68e40ac9ca2f14884e5")

@@ -8,8 +8,9 @@ from datetime import date, datetime, timezone
 import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.models import DayWindow, ItemError, MediaRecord
+from media_crawler.platforms.registry import parse_source
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.facebook import normalize
 from media_crawler.platforms.facebook.client import FacebookAdapter
 from media_crawler.platforms.facebook.errors import classify_error, decode_response
@@ -19,7 +20,7 @@ from .fakes import FakeTransport, InTurn, load_fixture, response
 
 FAKE_TOKEN = "EAAB-fake-token-1234567890"
 API = "http://127.0.0.1:9/facebook/v19.0"
-PAGE = Source.parse("facebook", "page 528144077089525")
+PAGE = parse_source("facebook", "page 528144077089525")
 WINDOW = DayWindow(date(2024, 3, 1))
 
 
@@ -197,7 +198,7 @@ def test_time_based_paging_stops_when_the_page_reaches_before_the_window():
     page = load_fixture("facebook", "page_posts_paging_p1.json")
     page["paging"]["next"] = page["paging"]["next"].replace("https://graph.facebook.com/v10.0", API)
     transport = FakeTransport({"/posts": page})
-    assert list(adapter(transport).iter_records(Source.parse("facebook", "page 4"), DayWindow(date(2021, 7, 2)))) == []
+    assert list(adapter(transport).iter_records(parse_source("facebook", "page 4"), DayWindow(date(2021, 7, 2)))) == []
     assert len(transport.sent) == 1
 
 

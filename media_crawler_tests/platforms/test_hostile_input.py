@@ -11,8 +11,9 @@ from datetime import date, datetime, timezone
 import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.models import DayWindow, ItemError, MediaRecord
+from media_crawler.platforms.registry import parse_source
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.fields import (
     INT64_MAX, INT64_MIN, MissingField, as_float, as_int, as_list, as_size, as_str, from_unix, https_on, parse_iso,
 )
@@ -201,7 +202,7 @@ def test_malformed_url_feeds_end_in_records_item_errors_or_a_recorded_feed_error
     feed_errors = 0
     for index, text in enumerate(MALFORMED_FEEDS):
         transport = CheckedTransport({"/urls/feed.json": [text]}, default='{"items": []}')
-        source = Source.parse("urls", f"{FEED}?n={index}")
+        source = parse_source("urls", f"{FEED}?n={index}")
         records, error = [], None
         try:
             for item in UrlsAdapter(PlatformSettings(), transport).iter_records(source, window):

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.normalize_cli import run_normalize
 
 from .fakes import FIXTURES, load_fixture

@@ -38,13 +38,14 @@ import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import KINDS, DayWindow, ItemError, MediaRecord, Source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.platforms.registry import parse_source, spec_for
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.bilibili.client import BilibiliAdapter
 from media_crawler.platforms.facebook import normalize as facebook
 from media_crawler.platforms.facebook.client import FacebookAdapter
 from media_crawler.platforms.facebook.usage import usage_from_headers
 from media_crawler.platforms.items import check_record
-from media_crawler.platforms.normalize_cli import NORMALIZERS, Context, normalize_text
+from media_crawler.platforms.normalize_cli import Context, normalize_text
 from media_crawler.platforms.urls.client import UrlsAdapter
 from media_crawler.platforms.weibo import normalize as weibo
 from media_crawler.platforms.weibo.client import WeiboAdapter
@@ -321,7 +322,7 @@ def run_bilibili(name: str, answer: Any, rng: random.Random) -> list:
     routes = {BILI_ROUTES[key]: [text] for key, text in valid.items()}
     routes[BILI_ROUTES[endpoint]] = [answer, valid[endpoint]]
     adapter = BilibiliAdapter(PlatformSettings(api_base=BILI_API), FuzzTransport(routes))
-    return crawl(adapter, Source.parse("bilibili", "user 900408"), DayWindow(date(2025, 4, 22)))
+    return crawl(adapter, parse_source("bilibili", "user 900408"), DayWindow(date(2025, 4, 22)))
 
 
 WEIBO_M, WEIBO_AJAX = "http://127.0.0.1:9/weibo-m", "http://127.0.0.1:9/weibo"
@@ -370,7 +371,7 @@ def run_weibo(name: str, answer: Any, rng: random.Random) -> list:
         except CrawlError as error:
             found.append(error)
         return found + resolve_some(adapter, found)
-    source = Source.parse("weibo", "user 1669879400", {"api": api})
+    source = parse_source("weibo", "user 1669879400", {"api": api})
     return crawl(adapter, source, DayWindow(day))
 
 
@@ -401,7 +402,7 @@ def run_facebook(name: str, answer: Any, rng: random.Random) -> list:
             usage_from_headers({header: answer})
     adapter = FacebookAdapter(PlatformSettings(api_base=FB_API), FuzzTransport(routes, default=empty))
     window = DayWindow(FB_WINDOW.get(name, date(2024, 3, 1)))
-    return found + crawl(adapter, Source.parse("facebook", "page 528144077089525"), window)
+    return found + crawl(adapter, parse_source("facebook", "page 528144077089525"), window)
 
 
 URL_FEED = "http://127.0.0.1:9/urls/feed.json"
@@ -424,7 +425,7 @@ URL_FEEDS = {
 def run_urls(name: str, answer: Any, rng: random.Random) -> list:
     routes = {"/urls/feed.json": [answer, '{"items": []}']}
     adapter = UrlsAdapter(PlatformSettings(), FuzzTransport(routes, default='{"items": []}'))
-    return crawl(adapter, Source.parse("urls", URL_FEED), DayWindow(date(2026, 11, 26)))
+    return crawl(adapter, parse_source("urls", URL_FEED), DayWindow(date(2026, 11, 26)))
 
 
 def crawl(adapter, source: Source, window: DayWindow) -> list:
@@ -506,7 +507,7 @@ def run_object(platform: str, body: Any) -> None:
     """The decoded body through the platform's normalizer (normalize_cli's dispatch)."""
     notes: list[dict] = []
     try:
-        items = list(NORMALIZERS[platform](body, PlatformSettings(), NOW, notes.append, Context.of(platform, [body])))
+        items = list(spec_for(platform).load("normalize")(body, PlatformSettings(), NOW, notes.append, Context.of(platform, [body])))
     except CrawlError as error:
         items = [error]
     for item in items:

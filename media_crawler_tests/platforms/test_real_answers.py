@@ -10,8 +10,9 @@ from datetime import date
 
 import pytest
 
-from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.models import DayWindow, ItemError, MediaRecord
+from media_crawler.platforms.registry import parse_source
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.bilibili import normalize as bilibili
 from media_crawler.platforms.bilibili.client import BilibiliAdapter
 from media_crawler.platforms.bilibili.ids import aid_to_bvid, bvid_to_aid
@@ -21,7 +22,7 @@ from media_crawler.platforms.normalize_cli import run_normalize
 from .fakes import FakeTransport, load_fixture
 
 FB_API = "http://127.0.0.1:9/facebook/v19.0"
-VIDEOS_PAGE = Source.parse("facebook", "page 63721559732", {"edge": "videos"})
+VIDEOS_PAGE = parse_source("facebook", "page 63721559732", {"edge": "videos"})
 VIDEOS_DAY = DayWindow(date(2021, 6, 30))  # the edge's second entry, 9420707890600646
 
 
@@ -89,7 +90,7 @@ def test_normalize_notes_a_videos_page_without_sources(tmp_path):
 
 def test_the_posts_edge_stays_the_default():
     transport = FakeTransport({"/posts": {"data": [], "paging": {}}})
-    page = Source.parse("facebook", "page 63721559732")
+    page = parse_source("facebook", "page 63721559732")
     assert list(FacebookAdapter(PlatformSettings(api_base=FB_API), transport).iter_records(page, VIDEOS_DAY)) == []
     assert transport.sent[0].path.endswith("/63721559732/posts")
 
@@ -159,7 +160,7 @@ def test_an_uploads_list_of_aids_is_crawled_by_bvid():
         "/x/player/wbi/playurl": load_fixture("bilibili", "playurl_dash_fnval4048.json"),
     })
     adapter = BilibiliAdapter(PlatformSettings(api_base="http://127.0.0.1:9/bilibili"), transport)
-    items = list(adapter.iter_records(Source.parse("bilibili", "user 900408"), DayWindow(date(2025, 4, 22))))
+    items = list(adapter.iter_records(parse_source("bilibili", "user 900408"), DayWindow(date(2025, 4, 22))))
     assert not [i for i in items if isinstance(i, ItemError)], items
     assert asked == ["BV17x411w7KC"]
     assert {i.item_id.split(":")[0] for i in items} == {"BV17x411w7KC"} and len(items) >= 3  # cover, video, audio

@@ -5,8 +5,8 @@ import pytest
 import requests
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.platforms.registry import ADAPTERS, build_adapter, specs
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.platforms.registry import build_adapter, names, specs
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.scrub import identity_url, scrub_text, scrub_url
 from media_crawler.platforms.transport import RequestsTransport
 
@@ -103,8 +103,8 @@ def test_network_failures_are_classified_and_scrubbed(exc, error_class):
 
 
 def test_registry_builds_every_platform():
-    assert set(ADAPTERS) == {"bilibili", "weibo", "facebook", "urls"}
-    for name in ADAPTERS:
+    assert set(names()) == {"bilibili", "weibo", "facebook", "urls"}
+    for name in names():
         adapter = build_adapter(name, PlatformSettings(), RequestsTransport(FakeSession(fake_response())))
         assert adapter.name == name
     with pytest.raises(ValueError):

@@ -7,8 +7,9 @@ from datetime import date
 import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.models import DayWindow, ItemError, MediaRecord
+from media_crawler.platforms.registry import parse_source
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.urls.client import UrlsAdapter
 from media_crawler.platforms.urls.normalize import guess_kind, normalize_feed
 
@@ -59,7 +60,7 @@ def test_window_dated_items_follow_their_day_and_undated_ones_every_day():
     ], "next": "page2.json"}
     transport = FakeTransport({"/urls/demo.json": feed, "/urls/page2.json": {"items": []}})
     adapter = UrlsAdapter(PlatformSettings(), transport)
-    items = list(adapter.iter_records(Source.parse("urls", FEED), DayWindow(date(2026, 11, 26))))
+    items = list(adapter.iter_records(parse_source("urls", FEED), DayWindow(date(2026, 11, 26))))
     assert [i.media_url.rsplit("/", 1)[1] for i in items] == ["in.jpg", "undated.jpg"]
     assert transport.paths() == ["/urls/demo.json", "/urls/page2.json"]
 
@@ -68,7 +69,7 @@ def test_feed_that_is_not_json_is_a_parse_error():
     transport = FakeTransport({"/urls/html.json": response(200, "<html>oops</html>")})
     with pytest.raises(CrawlError) as caught:
         list(UrlsAdapter(PlatformSettings(), transport).iter_records(
-            Source.parse("urls", "http://127.0.0.1:9/urls/html.json"), DayWindow(date(2026, 11, 26))))
+            parse_source("urls", "http://127.0.0.1:9/urls/html.json"), DayWindow(date(2026, 11, 26))))
     assert caught.value.error_class == ErrorClass.PARSE_ERROR
 
 

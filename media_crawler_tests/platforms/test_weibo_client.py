@@ -9,14 +9,15 @@ import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
-from media_crawler.platforms.base import PlatformSettings
+from media_crawler.platforms.registry import parse_source
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.weibo.client import WeiboAdapter
 
 from .fakes import FakeTransport, InTurn, load_fixture, response
 
 CHINA = timezone(timedelta(hours=8))
-MOBILE = Source.parse("weibo", "user 1669879400")
-AJAX = Source.parse("weibo", "user 1191098215", {"api": "ajax"})
+MOBILE = parse_source("weibo", "user 1669879400")
+AJAX = parse_source("weibo", "user 1191098215", {"api": "ajax"})
 END = load_fixture("weibo", "getIndex_error_ok0_no_content.json")
 
 
@@ -143,9 +144,9 @@ def test_walls_and_throttles_stop_the_walk(answer, error_class):
 
 def test_unknown_api_option_is_rejected():
     with pytest.raises(ValueError, match="api must be one of mobile, ajax, not 'web'"):
-        Source.parse("weibo", "user 1", {"api": "web"})  # as sources.yaml reads it
+        parse_source("weibo", "user 1", {"api": "web"})  # as sources.yaml reads it
     with pytest.raises(CrawlError):  # a Source built in code
-        list(adapter(FakeTransport()).iter_records(Source("weibo", "user", "1", {"api": "web"}), DayWindow(date(2024, 1, 1))))
+        list(adapter(FakeTransport()).iter_records(Source("weibo", "user", "1", {"api": "web"}, key="weibo-1"), DayWindow(date(2024, 1, 1))))
 
 
 def test_resolve_refreshes_a_live_clip_from_the_post_and_pictures_need_none():

@@ -26,7 +26,7 @@ def pg_url(postgres) -> str:
 def pg_env(postgres, crawl_home, monkeypatch) -> str:
     """A fresh database for Dagster's storage and the ledger, both selected through the
     environment as deploy/dagster.postgres.yaml documents (after crawl_home, which clears the ledger URL)."""
-    from media_crawler.config import LEDGER_ENV
+    from media_crawler.environment import LEDGER_ENV
 
     url = postgres.create()
     monkeypatch.setenv("DAGSTER_PG_URL", url)

@@ -10,7 +10,7 @@ from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus
 
 from media_crawler.commands.crawl import prepare_home
 from media_crawler.config import load_config
-from media_crawler.config import CELERY_CONFIG_ENV
+from media_crawler.environment import CELERY_CONFIG_ENV
 from media_crawler.defs.celery import CELERY_JOB_NAME
 from media_crawler.deploy.services import BIN, REPO_ROOT, WORKSPACE, ServiceGroup, dagster_env
 from media_crawler_tests import services

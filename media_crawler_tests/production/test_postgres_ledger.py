@@ -13,6 +13,7 @@ from media_crawler.models import Lease, MediaRecord
 from media_crawler.store import schema
 from media_crawler.store.database import dispose_engines, get_engine, migrate
 from media_crawler.store.ledger import DISCOVERED, DOWNLOADING, Ledger
+from media_crawler.store.leases import claim_downloads
 from media_crawler_tests.ledger_columns import columns
 from media_crawler_tests.store.test_migrations import make_version_1_ledger
 
@@ -68,7 +69,7 @@ def test_concurrent_claimers_share_the_rows_without_overlap(fresh_url):
     def claimer(owner: str) -> None:
         barrier.wait()
         mine = claimed.setdefault(owner, [])
-        while batch := ledger.claim(source_key="s", day="d", lease=Lease(owner, 60), limit=7):
+        while batch := claim_downloads(ledger, source_key="s", day="d", lease=Lease(owner, 60), limit=7):
             mine.extend(task.id for task in batch)
 
     with ThreadPoolExecutor(4) as pool:
@@ -94,7 +95,7 @@ def test_a_claim_skips_rows_another_transaction_holds_instead_of_waiting(fresh_u
                 # A claim that waited for the lock would time out here (and be released on rollback).
                 got = claim.result(timeout=20)
             assert [task.id for task in got] == ids[4:]
-        assert [task.id for task in ledger.claim(source_key="s", day="d", lease=Lease("late", 60))] == ids[:4]
+        assert [task.id for task in claim_downloads(ledger, source_key="s", day="d", lease=Lease("late", 60))] == ids[:4]
     finally:
         holder.dispose()
 

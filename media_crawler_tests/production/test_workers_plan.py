@@ -5,7 +5,7 @@ import pytest
 import yaml
 from dagster import DagsterInstance
 
-from media_crawler.config import WORKERS_ENV
+from media_crawler.environment import WORKERS_ENV
 from media_crawler.dagster_home import INSTANCE_TEMPLATE
 from media_crawler.commands.ui import apply_worker_plan
 from media_crawler.deploy.workers import (
@@ -87,7 +87,7 @@ def test_every_crawl_run_is_tagged_with_its_platform():
 
 def test_the_celery_job_takes_its_executor_settings_from_the_workers_yaml(tmp_path, monkeypatch):
     services.require_module("dagster_celery", "the celery extra: pip install -e '.[celery]'")
-    from media_crawler.config import CELERY_CONFIG_ENV
+    from media_crawler.environment import CELERY_CONFIG_ENV
     from media_crawler.defs.celery import build_celery_crawl_job, celery_executor_config
     from media_crawler.shards import PartitionLayout
 

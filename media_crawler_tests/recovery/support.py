@@ -14,14 +14,15 @@ import yaml
 from sqlalchemy import func
 from sqlalchemy import select as sql_select
 
-from media_crawler.models import Source, platform_names
+from media_crawler.platforms.registry import parse_source
+from media_crawler.platforms.registry import names as platform_names
 from media_crawler.sim.sources import demo_sources
 from media_crawler.store.ledger import Ledger, T
 
 
 def source_key_of(label: str) -> str:
     platform, spec = label.split(": ", 1)
-    return Source.parse(platform, spec).key
+    return parse_source(platform, spec).key
 
 
 def partition_truth(truth: dict, partitions: list[tuple[str, str]]) -> set[str]:

@@ -7,7 +7,8 @@ import pytest
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from media_crawler.commands.crawl import crawl
-from media_crawler.config import LEDGER_ENV, load_config
+from media_crawler.config import load_config
+from media_crawler.environment import LEDGER_ENV
 from media_crawler.deploy.services import REPO_ROOT
 from media_crawler.recovery.backup import backup
 from media_crawler.recovery.dispatch import instigator_running

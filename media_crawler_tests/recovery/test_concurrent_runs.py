@@ -7,8 +7,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from media_crawler.config import load_config
-from media_crawler.recovery.leases import claim_in_state
-from media_crawler.recovery.liveness import lease_owner
+from media_crawler.store.leases import claim_in_state
+from media_crawler.pipeline.liveness import lease_owner
 from media_crawler.sim.app import Behaviour
 from media_crawler.sim.server import Simulator
 from media_crawler.store.ledger import Ledger

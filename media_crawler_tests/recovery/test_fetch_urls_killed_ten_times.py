@@ -12,7 +12,7 @@ sha256), and nothing at all under staging/.
 
 A kill between the store's link and the unlink of the staging name leaves
 staging/task-<id>.part as a second name of a committed blob; only a run that
-removes such names (recovery/staging.py `remove_committed_staging`, called by
+removes such names (store/staging.py `remove_committed_staging`, called by
 the download stage) converges without `reconcile --repair`.
 """
 from __future__ import annotations

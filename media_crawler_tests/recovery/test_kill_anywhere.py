@@ -7,7 +7,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from media_crawler.config import load_config
-from media_crawler.models import Source
+from media_crawler.platforms.registry import parse_source
 from media_crawler.crashpoints import POINTS
 from media_crawler.store.ledger import Ledger
 from media_crawler.sim.app import Behaviour
@@ -40,7 +40,7 @@ def run_epoch(home, seed: int | None) -> tuple[Counter, int, set]:
     with Simulator(seed=1, port=0, behaviour=Behaviour(media_latency_ms=40)) as sim:
         server = ForkServer(env=TOKEN_ENV)
         try:
-            urls_key = Source.parse("urls", f"{sim.base_url}/urls/demo.json").key
+            urls_key = parse_source("urls", f"{sim.base_url}/urls/demo.json").key
             partitions = [*DAYS.items(), (urls_key, "2026-11-27")]
             specs = [f"{key}|{day}" for key, day in partitions]
             config = load_config(write_recovery_config(home, sim))

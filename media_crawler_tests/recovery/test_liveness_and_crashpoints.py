@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from media_crawler.crashpoints import CRASH_ENV, parse_target
-from media_crawler.recovery.liveness import is_dead, lease_owner, process_token, token_of_owner
+from media_crawler.pipeline.liveness import is_dead, lease_owner, process_token, token_of_owner
 
 
 def test_this_process_is_alive_and_a_finished_one_is_dead():

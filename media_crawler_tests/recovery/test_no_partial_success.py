@@ -13,8 +13,8 @@ from media_crawler.defs import assets
 from media_crawler.defs.partitions import partition_key
 from media_crawler.defs.resources import crawl_resources
 from media_crawler.definitions import crawl_assets_for
-from media_crawler.models import Source
-from media_crawler.recovery.liveness import process_token
+from media_crawler.platforms.registry import parse_source
+from media_crawler.pipeline.liveness import process_token
 from media_crawler.recovery.runs import PROCESS_TAG
 from media_crawler.sim import faults
 from media_crawler.sim.server import Simulator
@@ -33,7 +33,7 @@ def instance():
 def materialize_feed(instance, config_path, feed_url: str):
     config = load_config(config_path)
     prepare_home(instance, config)
-    shard = config.layout.shard_of(Source.parse("urls", feed_url))
+    shard = config.layout.shard_of(parse_source("urls", feed_url))
     return materialize(crawl_assets_for(config), partition_key=partition_key(shard, DAY), instance=instance,
                        resources=crawl_resources(str(config_path)), raise_on_error=False)
 

@@ -13,7 +13,7 @@ from sqlalchemy import update
 
 from media_crawler.cli import main as cli_main
 from media_crawler.config import load_config
-from media_crawler.recovery.liveness import lease_owner, process_token
+from media_crawler.pipeline.liveness import lease_owner, process_token
 from media_crawler.recovery.reconcile import reconcile
 from media_crawler.store.cas import FilesystemBlobStore
 from media_crawler.store.ledger import Ledger, T

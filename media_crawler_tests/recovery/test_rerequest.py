@@ -57,7 +57,7 @@ def test_the_sensor_fails_dead_runs_and_never_requests_beside_a_live_run(crawl_h
     from media_crawler.pipeline.discover import discover
     from media_crawler.pipeline.runtime import Runtime
     from media_crawler.recovery import rerequest
-    from media_crawler.recovery.liveness import process_token
+    from media_crawler.pipeline.liveness import process_token
     from media_crawler.recovery.runs import PROCESS_TAG
     from media_crawler_tests.recovery.support import write_recovery_config
 

@@ -9,7 +9,7 @@ from media_crawler.cli import main as cli_main
 from media_crawler.commands.crawl import prepare_home
 from media_crawler.commands.rerun_failed import parse_span, rerun
 from media_crawler.config import load_config
-from media_crawler.recovery.liveness import process_token
+from media_crawler.pipeline.liveness import process_token
 from media_crawler.recovery.runs import PROCESS_TAG, fail_dead_runs, failed_partitions
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.recovery.support import write_recovery_config

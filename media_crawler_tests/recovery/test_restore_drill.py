@@ -19,8 +19,9 @@ from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.recovery.backup import required_credentials
 from media_crawler.recovery.dispatch import code_location_repository, instigator_running
-from media_crawler.recovery.liveness import lease_owner
+from media_crawler.pipeline.liveness import lease_owner
 from media_crawler.store.ledger import Ledger, T
+from media_crawler.store.leases import claim_downloads
 from media_crawler.store.schema import SCHEMA_VERSION
 from media_crawler_tests.shard_support import demo_layout, partition_of
 from media_crawler_tests.recovery.support import (
@@ -53,7 +54,7 @@ def test_backup_mid_crawl_restore_elsewhere_paused_then_resume_equals_an_uninter
         # Mid-crawl: the next partition's items are leased to a downloading worker, a run waits in the queue.
         runtime = Runtime.from_config(config_a)
         discover(runtime, config_a.source_by_key(AFTER_BACKUP[0]), DayWindow.parse(AFTER_BACKUP[1]))
-        held = runtime.ledger.claim(source_key=AFTER_BACKUP[0], day=AFTER_BACKUP[1],
+        held = claim_downloads(runtime.ledger, source_key=AFTER_BACKUP[0], day=AFTER_BACKUP[1],
                                     lease=Lease(lease_owner("live"), 600))
         assert held
         with code_location_repository(instance_a) as repository:

@@ -1,4 +1,4 @@
-"""recovery/staging.py: staging names of committed content are removed, and nothing else is.
+"""store/staging.py: staging names of committed content are removed, and nothing else is.
 
 The state a kill between the store's link and the unlink of the staging name
 leaves (a `.part` that is a second name of a committed blob, its row still
@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import update
 
 from media_crawler.cli import main as cli_main
-from media_crawler.recovery.staging import remove_committed_staging
+from media_crawler.store.staging import remove_committed_staging
 from media_crawler.store.cas import FilesystemBlobStore
 from media_crawler.store.database import dispose_engines
 from media_crawler.store.ledger import Ledger, T

@@ -18,7 +18,7 @@ from dagster import DagsterInstance
 
 from media_crawler.cli import main as cli_main
 from media_crawler.config import ConfigError, load_config
-from media_crawler.recovery.backup import ADAPTER_CREDENTIALS, backup, credential_records, required_credentials
+from media_crawler.recovery.backup import adapter_credentials, backup, credential_records, required_credentials
 from media_crawler.recovery.dispatch import instigator_running
 from media_crawler.recovery.restore import BackupTooNew, first_successful_partition, restore
 from media_crawler.scrub import DEFAULT_CREDENTIAL_ENVS
@@ -100,7 +100,7 @@ def test_credentials_of_platforms_without_sources_are_recorded_but_not_needed(sm
     records = {record["env"]: record for record in credential_records(config, environ={"WEIBO_COOKIE": "x"})}
     assert records["WEIBO_COOKIE"]["needed"] is False and records["BILIBILI_SESSDATA"]["needed"] is True
     assert required_credentials(list(records.values())) == []
-    assert {env for _key, env in ADAPTER_CREDENTIALS.values()} == set(DEFAULT_CREDENTIAL_ENVS)
+    assert {env for _key, env in adapter_credentials().values()} == set(DEFAULT_CREDENTIAL_ENVS)
 
 
 def test_restore_refuses_a_ledger_schema_newer_than_the_code(small_crawl, tmp_path, capsys):

@@ -6,6 +6,7 @@ import pytest
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import Lease, MediaRecord
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, DOWNLOADING, GONE, RETRY_WAIT, Ledger
+from media_crawler.store.leases import claim_downloads
 from media_crawler.store.transitions import Downloaded, FailedAttempt
 from media_crawler_tests.ledger_columns import columns
 
@@ -40,16 +41,16 @@ def test_a_failed_item_is_requeued_by_a_new_discovery(ledger):
 
 def test_claims_lease_rows_to_one_owner(ledger):
     ledger.record_discovered([record(n) for n in range(5)], source_key="s", day="d")
-    a = ledger.claim(source_key="s", day="d", lease=Lease("a", 60))
-    b = ledger.claim(source_key="s", day="d", lease=Lease("b", 60))
+    a = claim_downloads(ledger, source_key="s", day="d", lease=Lease("a", 60))
+    b = claim_downloads(ledger, source_key="s", day="d", lease=Lease("b", 60))
     assert len(a) == 5 and b == []
     assert {t.state for t in ledger.tasks()} == {DOWNLOADING}
 
 
 def test_expired_leases_are_reclaimed_and_the_old_owner_cannot_write(ledger):
     ledger.record_discovered([record(1)], source_key="s", day="d")
-    [task] = ledger.claim(source_key="s", day="d", lease=Lease("dead", -1))
-    [again] = ledger.claim(source_key="s", day="d", lease=Lease("alive", 60))
+    [task] = claim_downloads(ledger, source_key="s", day="d", lease=Lease("dead", -1))
+    [again] = claim_downloads(ledger, source_key="s", day="d", lease=Lease("alive", 60))
     assert again.id == task.id
     assert ledger.apply([(task.id, "dead", columns(state=COMMITTED))]) == 0
     assert ledger.apply([(task.id, "alive", Downloaded("ab" * 32, 10, None, time.time(), attempts=1))]) == 1
@@ -57,12 +58,12 @@ def test_expired_leases_are_reclaimed_and_the_old_owner_cannot_write(ledger):
 
 def test_retry_wait_respects_next_attempt_time(ledger):
     ledger.record_discovered([record(1)], source_key="s", day="d")
-    [task] = ledger.claim(source_key="s", day="d", lease=Lease("a", 60))
+    [task] = claim_downloads(ledger, source_key="s", day="d", lease=Lease("a", 60))
     error = CrawlError(ErrorClass.RATE_LIMITED, "429", retry_after=30)
     ledger.apply([(task.id, "a", FailedAttempt(error, 1, time.time() + 30))])
     assert ledger.tasks()[0].state == RETRY_WAIT
-    assert ledger.claim(source_key="s", day="d", lease=Lease("b", 60)) == []
-    assert len(ledger.claim(source_key="s", day="d", lease=Lease("b", 60), ignore_backoff=True)) == 1
+    assert claim_downloads(ledger, source_key="s", day="d", lease=Lease("b", 60)) == []
+    assert len(claim_downloads(ledger, source_key="s", day="d", lease=Lease("b", 60), ignore_backoff=True)) == 1
 
 
 def test_permanent_errors_end_gone(ledger):

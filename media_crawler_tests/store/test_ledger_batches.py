@@ -11,6 +11,7 @@ from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import Lease, MediaRecord
 from media_crawler.store import schema
 from media_crawler.store.ledger import COMMITTED, DISCOVERED, DOWNLOADED, FAILED, GONE, Ledger
+from media_crawler.store.leases import claim_downloads
 from media_crawler.store.transitions import Downloaded, FailedAttempt
 from media_crawler_tests.ledger_columns import columns
 
@@ -66,8 +67,8 @@ def test_record_discovered_counts_a_large_mixed_batch_like_one_row_at_a_time(led
 
 def test_apply_writes_many_shapes_in_order_and_respects_lease_owners(ledger):
     ledger.record_discovered([record(n) for n in range(10)], source_key="s", day="d")
-    mine = ledger.claim(source_key="s", day="d", lease=Lease("a", 60), limit=6)
-    theirs = ledger.claim(source_key="s", day="d", lease=Lease("b", 60))
+    mine = claim_downloads(ledger, source_key="s", day="d", lease=Lease("a", 60), limit=6)
+    theirs = claim_downloads(ledger, source_key="s", day="d", lease=Lease("b", 60))
     now = time.time()
     changes = [(task.id, "a", Downloaded("ab" * 32, 10, None, now, attempts=1)) for task in mine[:4]]
     changes += [(task.id, "a", Downloaded("cd" * 32, 20, '"e"', now, attempts=1)) for task in theirs]  # not ours: skipped

@@ -19,7 +19,7 @@ from pathlib import Path
 from PIL import Image
 
 from media_crawler_tests.real_ffmpeg import encode_test_video
-from media_crawler_tests.verify.media import FRAGMENTED_MOOV, FTYP, MDAT, MOOF, MOOV, box, fragment, movie_box, mp4
+from media_crawler_tests.verify.media import FRAGMENTED_MOOV, FTYP, MDAT, MOOV, box, fragment, movie_box, mp4
 
 Entry = tuple[str, bytes, str, str]
 

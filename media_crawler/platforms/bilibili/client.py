@@ -14,7 +14,8 @@ from typing import Any, Callable, Iterator, Mapping
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow, MediaRecord, Source
 from media_crawler.platforms.bilibili import SPEC
-from media_crawler.platforms.base import ApiTransport, CursorStore, FeedItem, PlatformAdapter, PlatformSettings
+from media_crawler.platforms.base import ApiTransport, CursorStore, FeedItem, PlatformAdapter
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.bilibili import normalize
 from media_crawler.platforms.bilibili.errors import (
     PLATFORM, classify_envelope, data_or_raise, decode_response, is_bad_signature,
@@ -43,7 +44,6 @@ ARC_SEARCH_FINGERPRINT = {
 class BilibiliAdapter(PlatformAdapter):
     name = "bilibili"
     default_api_base = "https://api.bilibili.com"
-    default_media_hosts = SPEC.media_hosts  # the spec (platforms/bilibili/__init__.py) owns them
     url_lifetime_s = 7200.0
 
     def __init__(

@@ -4,7 +4,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Iterable
 
-from media_crawler.platforms.base import FeedItem, PlatformSettings
+from media_crawler.platforms.base import FeedItem
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.bilibili import SPEC
 from media_crawler.platforms.bilibili import normalize as bilibili
 from media_crawler.platforms.bilibili.errors import classify_envelope, envelope_code

@@ -35,7 +35,7 @@ PLATFORM = "bilibili"
 VIDEO_PAGE = "https://www.bilibili.com/video/{bvid}"
 _RESIZE_SUFFIX = re.compile(r"@[^/]*$")  # `.jpg@320w_200h_1c.webp` → `.jpg`
 _IMAGE_HOSTS = ("hdslb.com", "biliimg.com")
-# The stream CDNs (adapter default_media_hosts): they serve https as well as http.
+# The stream CDNs (the spec's media_hosts): they serve https as well as http.
 _VIDEO_HOSTS = ("bilivideo.com", "bilivideo.cn", "akamaized.net", "hdslb.com")
 # `…/upgcxcode/65/46/{cid}/{cid}_…`: stream URLs name the part's cid.
 _CID_IN_URL = re.compile(r"/upgcxcode/\d+/\d+/(\d+)/")

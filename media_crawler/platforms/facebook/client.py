@@ -18,7 +18,6 @@ from urllib.parse import parse_qsl, urlsplit
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
-from media_crawler.platforms.facebook import SPEC
 from media_crawler.platforms.base import CursorStore, FeedItem, PlatformAdapter
 from media_crawler.platforms.facebook import normalize
 from media_crawler.platforms.facebook.errors import PLATFORM, decode_response
@@ -38,7 +37,6 @@ log = logging.getLogger("media_crawler.platforms.facebook")
 class FacebookAdapter(PlatformAdapter):
     name = "facebook"
     default_api_base = "https://graph.facebook.com/v19.0"
-    default_media_hosts = SPEC.media_hosts  # the spec (platforms/facebook/__init__.py) owns them
     url_lifetime_s = 3600.0
 
     # -- the feed -------------------------------------------------------------------

@@ -5,7 +5,8 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from media_crawler.models import ItemError
-from media_crawler.platforms.base import FeedItem, PlatformSettings
+from media_crawler.platforms.base import FeedItem
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.detect import Context, Note
 from media_crawler.platforms.facebook import normalize as facebook
 from media_crawler.platforms.facebook.errors import classify_error, is_error_body

@@ -21,7 +21,6 @@ class UrlsAdapter(PlatformAdapter):
     default_api_base = ""  # each source names its own feed URL
     # Any public host (the spec's media_hosts "*", pipeline/runtime.py `media_policy`);
     # an internal one, the feed's own included, only when `allow_hosts` lists it with its port.
-    default_media_hosts = ()
     url_lifetime_s = None
 
     def iter_records(

@@ -10,7 +10,8 @@ from typing import Any, Callable, Iterator, Mapping
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import DayWindow, MediaRecord, Source
 from media_crawler.platforms.weibo import SPEC
-from media_crawler.platforms.base import ApiTransport, CursorStore, FeedItem, PlatformAdapter, PlatformSettings
+from media_crawler.platforms.base import ApiTransport, CursorStore, FeedItem, PlatformAdapter
+from media_crawler.platform_spec import PlatformSettings
 from media_crawler.platforms.fields import as_str, dig
 from media_crawler.platforms.headers import BROWSER_USER_AGENT, MOBILE_USER_AGENT, credential
 from media_crawler.platforms.items import MALFORMED, item_failure
@@ -30,7 +31,6 @@ class WeiboAdapter(PlatformAdapter):
     name = "weibo"
     default_api_base = "https://m.weibo.cn"
     default_ajax_base = "https://weibo.com"
-    default_media_hosts = SPEC.media_hosts  # the spec (platforms/weibo/__init__.py) owns them
     url_lifetime_s = 3600.0  # videos and live-photo clips; pictures do not expire (no resolve_ref)
 
     def __init__(

@@ -12,7 +12,7 @@ from media_crawler.platforms.fields import as_int, as_list, as_str, compact, dig
 from media_crawler.platforms.weibo.dates import parse_created_at
 
 PLATFORM = "weibo"
-# The picture and video CDNs (adapter default_media_hosts): both serve https.
+# The picture and video CDNs (the spec's media_hosts): both serve https.
 MEDIA_HOSTS = ("sinaimg.cn", "weibocdn.com")
 FEED_PICTURE_LIMIT = 9  # a feed entry lists at most 9 pictures; more need the detail
 _TAG = re.compile(r"<[^>]+>")

@@ -15,7 +15,7 @@ reads as a failure, so an ended incident's `since` is the earliest failure the
 ledger still holds for it.
 
 An outage needs OUTAGE_STREAK server-side failures in a row, no success since
-(what the outage breaker acts on, recovery/outage.py); fewer are what an item's
+(what the outage breaker acts on, download/outage.py); fewer are what an item's
 retries are for. It is `down` when its failures are at least as many as the
 platform's successes in the hour before it began, `degraded` when they are
 fewer (failing after going mostly well). That hour only weighs an incident
@@ -43,7 +43,7 @@ AUTH, RATE_LIMITED, OUTAGE = "auth", "rate_limited", "outage"
 # Error classes of each incident kind. The outage classes are the breaker's (errors.OUTAGE_CLASSES).
 OUTAGE_CLASSES = tuple(sorted(error_class.value for error_class in errors.OUTAGE_CLASSES))
 KIND_OF = {"auth": AUTH, "rate_limited": RATE_LIMITED, **{name: OUTAGE for name in OUTAGE_CLASSES}}
-OUTAGE_STREAK = 3  # server-side failures in a row, no success since: recovery/outage.py's threshold
+OUTAGE_STREAK = 3  # server-side failures in a row, no success since: download/outage.py's threshold
 MOSTLY = 0.5  # down when at least this share of the incident and the hour before it failed
 LOOKBACK_S = 3600.0  # the successes before an outage that weigh it (down or degraded)
 

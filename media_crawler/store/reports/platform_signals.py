@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import and_, case, func, null, select
 from sqlalchemy.engine import Engine
 
-from media_crawler.download.ratebudget import Bucket
 from media_crawler.store import schema, waits
+from media_crawler.store.rate_buckets import Bucket
 from media_crawler.store.reports.counts import HOUR_S, _unindexed
 from media_crawler.store.reports.platform_incidents import (AUTH, OUTAGE, OUTAGE_CLASSES, RATE_LIMITED, Incident,
                                                             latest_incidents)

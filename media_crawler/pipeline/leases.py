@@ -1,4 +1,5 @@
-"""Leases for the verify and commit stages, and leases held by workers that died.
+"""The pipeline's side of leases: the keeper that renews a stage's leases while it runs, and
+the release of leases held by workers that died (their SQL: store/leases.py).
 
 The download stage leases the rows it works on (pipeline/download.py). Verify
 and commit lease theirs too: two runs of one partition at once (a retry while
@@ -7,7 +8,7 @@ commit the same row twice, and a row's transition is applied only by the
 holder of its lease.
 
 A lease is given back when its holder is known to be dead: its process token
-(recovery/liveness.py) names a process on this host that no longer exists,
+(pipeline/liveness.py) names a process on this host that no longer exists,
 or the lease expired (a holder elsewhere stopped renewing). A restarted crawl
 calls `release_dead_leases` before claiming, so it resumes at once instead of
 waiting out the expiry of its dead predecessor's leases.
@@ -18,11 +19,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from media_crawler.recovery.liveness import is_dead, token_of_owner
+from media_crawler.pipeline.liveness import is_dead, token_of_owner
 from media_crawler.store import leases as stored_leases
-from media_crawler.store.ledger import Ledger, SourceScope, Task
-
-STAGE_LEASE_S = 300.0
+from media_crawler.store.leases import STAGE_LEASE_S, renew_leases
+from media_crawler.store.ledger import Ledger
 
 
 @dataclass
@@ -51,12 +51,6 @@ def release_dead_leases(ledger: Ledger, *, uncertain: bool = False, now: float |
     return release
 
 
-def claim_in_state(ledger: Ledger, state: str, *, source_key: SourceScope, day: str | None, owner: str,
-                   lease_s: float = STAGE_LEASE_S) -> list[Task]:
-    """Lease the partition's rows in `state` that nobody (alive) holds."""
-    return stored_leases.claim_in_state(ledger, state, source_key=source_key, day=day, owner=owner, lease_s=lease_s)
-
-
 class LeaseHeartbeat:
     """Renews every lease `owner` holds while a stage runs; a dead process stops
     renewing, and its leases expire so another worker can take the rows."""
@@ -77,7 +71,7 @@ class LeaseHeartbeat:
     def _beat(self) -> None:
         while not self._stop.wait(self.lease_s / 3):
             try:
-                self.ledger.heartbeat(self.owner, self.lease_s)
+                renew_leases(self.ledger, self.owner, self.lease_s)
             except Exception:  # a DB hiccup must not kill the stage; the next beat retries
                 pass
 
