@@ -50,7 +50,7 @@ by all workers (Weibo's 3 requests/s is the tightest); `raised`: 1000/s, the wor
 """
 
 def write_config(sim, home: Path, shards: int, rates: str) -> Path:
-    from media_crawler.sim.server import write_sources_yaml
+    from media_crawler_sim.server import write_sources_yaml
 
     home.mkdir(parents=True)
     path = write_sources_yaml(sim.world, sim.base_url, home / "sources.yaml")
@@ -84,10 +84,10 @@ def stored(home: Path) -> set[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from media_crawler.sim.app import Behaviour
-    from media_crawler.sim.scale.options import WorldSize
-    from media_crawler.sim.server import Simulator
-    from media_crawler.sim.sources import DEMO_TOKEN_ENV
+    from media_crawler_sim.app import Behaviour
+    from media_crawler_sim.scale.options import WorldSize
+    from media_crawler_sim.server import Simulator
+    from media_crawler_sim.sources import DEMO_TOKEN_ENV
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--accounts", type=int, default=8, help="accounts per platform (default 8)")

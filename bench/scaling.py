@@ -41,7 +41,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from media_crawler.sim.sources import DEMO_TOKEN_ENV, demo_sources  # noqa: E402
+from media_crawler_sim.sources import DEMO_TOKEN_ENV, demo_sources  # noqa: E402
 from media_crawler.deploy.workers import WorkerPlan  # noqa: E402
 
 # Requests per second and burst per platform: the budget every worker shares.
@@ -299,8 +299,8 @@ def measure(sim, ledger: str, counts: list[int], days: list[str], scratch: Path,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from media_crawler.sim.app import Behaviour
-    from media_crawler.sim.server import Simulator
+    from media_crawler_sim.app import Behaviour
+    from media_crawler_sim.server import Simulator
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="1,2,4", help="comma-separated worker counts (default 1,2,4)")

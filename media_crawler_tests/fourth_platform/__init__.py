@@ -24,5 +24,4 @@ SPEC = PlatformSpec(
     credential=("api_key", "EXAMPLE_API_KEY"),
     normalize="media_crawler_tests.fourth_platform.normalize:detect",
     classify="media_crawler_tests.fourth_platform.normalize:classify",
-    simulator="media_crawler_tests.fourth_platform.sim:PART",
 )

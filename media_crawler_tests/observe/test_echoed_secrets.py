@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from media_crawler.sim.app import Behaviour
-from media_crawler.sim.server import Simulator
+from media_crawler_sim.app import Behaviour
+from media_crawler_sim.server import Simulator
 from media_crawler_tests.observe.echo_support import (
     CANARIES, ENVIRONMENT, FB_TOKEN, SESSDATA, WEIBO_SUB, WEIBO_SUBP, canary_encodings, leaks_in_bytes,
     leaks_in_databases, leaks_in_files, leaks_in_text, report, signed_feed, sqlite_files, write_config,

@@ -82,9 +82,9 @@ def test_error_bodies_classify_to_an_error_class(spec):
 
 
 def test_simulator_serves_it(spec):
-    from media_crawler.sim.app import SimulatorApp
-    from media_crawler.sim.exchange import Request
-    from media_crawler.sim.world import World
+    from media_crawler_sim.app import SimulatorApp
+    from media_crawler_sim.exchange import Request
+    from media_crawler_sim.world import World
 
     part = spec.load("simulator")
     assert part is not None, f"{spec.name} has no simulator part"
@@ -117,7 +117,7 @@ def test_it_has_a_rate_budget(spec):
 def test_a_crawl_of_its_simulated_sources_converges(spec, crawl_home, request):
     from media_crawler.commands.crawl import crawl
     from media_crawler.config import load_config
-    from media_crawler.sim.server import Simulator
+    from media_crawler_sim.server import Simulator
     from media_crawler.store.ledger import Ledger
     from media_crawler_tests.recovery.support import assert_converged, write_recovery_config
 

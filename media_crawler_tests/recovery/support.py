@@ -15,7 +15,7 @@ from sqlalchemy import func
 from sqlalchemy import select as sql_select
 
 from media_crawler.models import Source, platform_names
-from media_crawler.sim.sources import demo_sources
+from media_crawler_sim.sources import demo_sources
 from media_crawler.store.ledger import Ledger, T
 
 
