@@ -1,4 +1,5 @@
-"""The simulator parts of the built-in platforms (their specs' `simulator` entries).
+"""The simulator parts of the built-in platforms: the entry points of this project's
+`media_crawler_sim.platforms` group (pyproject.toml; parts.BUILTIN names them too).
 
 Each builds the platform's slice of the demo World (sim/content/<platform>.py) and
 mounts its API handlers (sim/api/); together they make the same world, the same

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Iterator, Sequence
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from media_crawler_sim.api.control import truth
 from media_crawler_sim.app import Behaviour, SimulatorApp
 from media_crawler_sim.cdn import DEFAULT_URL_LIFETIME_S
 from media_crawler_sim.exchange import Request, Response, text_response
@@ -191,7 +190,7 @@ class Simulator:
     def truth(self) -> dict:
         """What GET /_sim/truth answers, without the HTTP round trip (for a generated
         world, a header: read its entries with `truth_media()`)."""
-        return truth(self.world, self.base_url, self.app.fault_book)
+        return paged.truth(self.world, self.base_url, self.app.fault_book)
 
     def truth_media(self) -> Iterator[dict]:
         """Every truth `media` entry, one at a time (what /_sim/truth.ndjson streams)."""

@@ -20,7 +20,6 @@
 """
 from __future__ import annotations
 
-from media_crawler_sim.catalog import ALTERNATE, FAULT, PICK
 from media_crawler_sim.echo import EchoProfile
 from media_crawler_sim.exchange import Request, Response, json_response, not_found
 from media_crawler_sim.faults import FaultBook
@@ -38,7 +37,7 @@ class ControlApi:
 
     def handle(self, request: Request, subpath: str) -> Response:
         if subpath == "/truth" and request.method in ("GET", "HEAD"):
-            return json_response(truth(self.world, request.base_url, self.fault_book))
+            return json_response(paged.truth(self.world, request.base_url, self.fault_book))
         if request.method in ("GET", "HEAD") and subpath in _PAGED:
             try:
                 return _PAGED[subpath](self, request)
@@ -90,34 +89,6 @@ class ControlApi:
         self.stats.reset()
         self.fault_book.reset()
         self.echo.reset()  # the echo's "first request of a route" errors come again
-
-
-def truth(world: World, base_url: str, fault_book: FaultBook) -> dict:
-    if world.is_generated:  # never one whole-table answer: the header points at the pages
-        return paged.header(world, base_url)
-    catalog = world.catalog
-    picks, seen = [], set()
-    for file in catalog.files(PICK):
-        entry = paged.media_entry(world, file, base_url)
-        if entry["sha256"] not in seen:  # dedup by content, like the blob store
-            seen.add(entry["sha256"])
-            picks.append(entry)
-    alternates = [paged.media_entry(world, file, base_url) for file in catalog.files(ALTERNATE)]
-    fault_entries = [
-        {**paged.media_entry(world, file, base_url), "fault": fault_book.planned(file.path)}
-        for file in catalog.files(FAULT)
-    ]
-    return {
-        "seed": world.seed,
-        "base_url": base_url,
-        "days": [day.isoformat() for day in world.days],
-        "sources": [source.as_json(base_url) for source in world.demo_sources],
-        "fault_sources": [source.as_json(base_url) for source in world.fault_sources],
-        "wbi": {"img_key": world.wbi_img_key, "sub_key": world.wbi_sub_key},
-        "media": picks,
-        "alternates": [entry for entry in alternates if entry["sha256"] not in seen],
-        "faults": fault_entries,
-    }
 
 
 _PAGED = {

@@ -1,5 +1,7 @@
 """The truth and the sources, in pages or as a stream, for either world.
 
+- `truth(...)`: what `/_sim/truth` answers (the demo world's whole table; a generated
+  world's `header`, which lists no media: it points at the pages below).
 - `media_page(..., cursor, limit)`: up to `limit` (<= MAX_LIMIT) truth entries from an
   opaque cursor, with `next_cursor` (None at the end). The demo world's cursor is an
   offset into its `/_sim/truth` media list; a generated world's names the next
@@ -8,7 +10,6 @@
 - `sources_page(...)` / `sources_yaml(...)`: sources.yaml entries (`{platform: spec,
   ...options}`), paged, or the whole sources.yaml (the demo's platforms block, API
   bases on this simulator) streamed.
-A generated world's `/_sim/truth` (`header`) lists no media: it points at these.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Iterator
 
 import yaml
 
-from media_crawler_sim.catalog import MediaFile
+from media_crawler_sim.catalog import ALTERNATE, FAULT, PICK, MediaFile
 from media_crawler_sim.scale.content import PLATFORMS, PostKey
 
 DEFAULT_LIMIT, MAX_LIMIT = 500, 5_000
@@ -71,6 +72,35 @@ def header(world, base_url: str) -> dict:
     }
 
 
+def truth(world, base_url: str, fault_book) -> dict:
+    """What GET /_sim/truth answers: the demo world's whole table, a generated world's header."""
+    if world.is_generated:  # never one whole-table answer: the header points at the pages
+        return header(world, base_url)
+    catalog = world.catalog
+    picks, seen = [], set()
+    for file in catalog.files(PICK):
+        entry = media_entry(world, file, base_url)
+        if entry["sha256"] not in seen:  # dedup by content, like the blob store
+            seen.add(entry["sha256"])
+            picks.append(entry)
+    alternates = [media_entry(world, file, base_url) for file in catalog.files(ALTERNATE)]
+    fault_entries = [
+        {**media_entry(world, file, base_url), "fault": fault_book.planned(file.path)}
+        for file in catalog.files(FAULT)
+    ]
+    return {
+        "seed": world.seed,
+        "base_url": base_url,
+        "days": [day.isoformat() for day in world.days],
+        "sources": [source.as_json(base_url) for source in world.demo_sources],
+        "fault_sources": [source.as_json(base_url) for source in world.fault_sources],
+        "wbi": {"img_key": world.wbi_img_key, "sub_key": world.wbi_sub_key},
+        "media": picks,
+        "alternates": [entry for entry in alternates if entry["sha256"] not in seen],
+        "faults": fault_entries,
+    }
+
+
 # --- media -------------------------------------------------------------------------
 
 def _generated_entries(world, base_url: str, start: tuple[PostKey, int] | None) -> Iterator[tuple[str, dict]]:
@@ -94,8 +124,6 @@ def _parse_cursor(cursor: str) -> tuple[PostKey, int]:
 
 def media_page(world, base_url: str, fault_book, cursor: str | None, limit: int) -> dict:
     if not world.is_generated:
-        from media_crawler_sim.api.control import truth
-
         media = truth(world, base_url, fault_book)["media"]
         if cursor and not cursor.isdigit():
             raise ValueError(f"bad cursor {cursor!r}")
@@ -121,8 +149,6 @@ def iter_media(world, base_url: str, fault_book=None) -> Iterator[dict]:
         for _, entry in _generated_entries(world, base_url, None):
             yield entry
     else:
-        from media_crawler_sim.api.control import truth
-
         yield from truth(world, base_url, fault_book)["media"]
 
 
