@@ -16,6 +16,7 @@ import yaml
 
 from media_crawler.dagster_home import ensure_dagster_home
 from media_crawler.config import HOME_ENV, default_environment, demo_config_path, home_default, set_environment
+# The simulator is a package of its own; the commands that run it are its only importers here.
 from media_crawler_sim.sources import demo_environment, demo_sources
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
