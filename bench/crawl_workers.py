@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/crawl_workers.py [--accounts 8] [--shards 2] [--latency-ms 1000] [--rates default|raised]
 
-The simulator serves a generated world (sim/scale/) whose every media answer waits
+The simulator serves a generated world (media_crawler_sim/scale/) whose every media answer waits
 --latency-ms first (1 s by default: a slow CDN, where a crawl is waiting, not
 working). Each worker count crawls the same day into a fresh home (its own ledger,
 store and Dagster home) through the command users run, as a subprocess, timed by

@@ -29,7 +29,7 @@ class Behaviour:
     media_latency_ms: a delay before every media answer.
     api_latency_ms: a delay before every platform API answer (feed pages, play
     URLs, keys), as a real platform takes 100-300 ms to answer one.
-    echo_secrets: the hostile profile that sends credentials back (sim/echo.py).
+    echo_secrets: the hostile profile that sends credentials back (media_crawler_sim/echo.py).
     """
 
     url_lifetime_s: float = DEFAULT_URL_LIFETIME_S
@@ -49,14 +49,14 @@ class Behaviour:
 class SimulatorApp:
     def __init__(self, world: World, behaviour: Behaviour = Behaviour()) -> None:
         self.world = world
-        self.echo = EchoProfile(behaviour.echo_secrets)  # the hostile profile (sim/echo.py), off by default
+        self.echo = EchoProfile(behaviour.echo_secrets)  # the hostile profile (echo.py), off by default
         self.base_url = "http://127.0.0.1"  # the server sets the real one once bound
         self.cdn = CdnRules(world.seeded.secret("cdn"), behaviour.url_lifetime_s, behaviour.clock or time.time)
         self.fault_book = world.fault_book(behaviour.fault_rate)
         self.api_latency_s = behaviour.api_latency_ms / 1000.0
         self.stats = RequestStats()
-        # Every registered platform's routes (its spec's simulator part, sim/parts.py), in
-        # registry order; a generated world (sim/scale/) only mounts parts that serve one.
+        # Every registered platform's routes (its simulator part, media_crawler_sim/parts.py), in
+        # registry order; a generated world (media_crawler_sim/scale/) only mounts parts that serve one.
         platform_apis = tuple(api for part in simulator_parts().values()
                               if part.generated or not world.is_generated for api in part.apis(world, self.cdn))
         self.platform_prefixes = frozenset(api.prefix for api in platform_apis)

@@ -1,8 +1,8 @@
 """The simulator parts of the built-in platforms: the entry points of this project's
 `media_crawler_sim.platforms` group (pyproject.toml; parts.BUILTIN names them too).
 
-Each builds the platform's slice of the demo World (sim/content/<platform>.py) and
-mounts its API handlers (sim/api/); together they make the same world, the same
+Each builds the platform's slice of the demo World (media_crawler_sim/content/<platform>.py) and
+mounts its API handlers (media_crawler_sim/api/); together they make the same world, the same
 routes in the same order and the same truth as before the platform contract."""
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from datetime import date
 
 from media_crawler_sim.media import Recipe, render
 
-# What the CDN serving a file demands (enforced in sim/cdn.py).
+# What the CDN serving a file demands (enforced in media_crawler_sim/cdn.py).
 OPEN = "open"  # nothing: URL-list files, Bilibili covers
 BILIBILI_VIDEO = "bilibili-video"  # signed deadline/upsig URL + Referer www.bilibili.com
 WEIBO_IMAGE = "weibo-image"  # Referer weibo.com / weibo.cn
@@ -92,7 +92,7 @@ class MediaCatalog:
 
 class FileRegistry:
     """Where one source's files are registered: the demo world's catalog (SourceFiles
-    below) or the collection of one generated post (sim/scale/content.py)."""
+    below) or the collection of one generated post (media_crawler_sim/scale/content.py)."""
 
     platform: str
     source: str  # "bilibili: user 12345"

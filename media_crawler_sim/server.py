@@ -134,10 +134,10 @@ class Simulator:
         behaviour: Behaviour = Behaviour(),
         size: WorldSize | None = None,
     ) -> None:
-        """behaviour: latency, faults, URL lifetime and clock, the echo profile (sim/app.py).
+        """behaviour: latency, faults, URL lifetime and clock, the echo profile (media_crawler_sim/app.py).
 
         size: serve a generated world of that size instead of the demo world
-        (sim/scale/): built lazily, its truth read in pages. `WorldSize.of(...)`
+        (media_crawler_sim/scale/): built lazily, its truth read in pages. `WorldSize.of(...)`
         makes one from the command line's scale options."""
         self.world = World(seed, end_date, days) if size is None else BigWorld(size, seed, end_date, days)
         self.app = SimulatorApp(self.world, behaviour)
@@ -238,10 +238,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--echo-secrets", action="store_true",
-        help="hostile profile: every API answer echoes the credentials its request carried (sim/echo.py)",
+        help="hostile profile: every API answer echoes the credentials its request carried (media_crawler_sim/echo.py)",
     )
     scale = parser.add_argument_group(
-        "world size", "any of these serves a generated world of that size instead of the demo world (sim/scale/)"
+        "world size",
+        "any of these serves a generated world of that size instead of the demo world (media_crawler_sim/scale/)"
     )
     scale.add_argument("--accounts", type=int, help="accounts on every platform (each platform's own option wins)")
     scale.add_argument("--bilibili-users", type=int, help="Bilibili uploaders")

@@ -1,7 +1,7 @@
 """The demo's sources.yaml: the simulator's sources with every API base pointed at it.
 
 Here, beside the simulator, because it is the simulator's own knowledge (its
-paths, its accounts): every registered platform's simulator part (sim/parts.py)
+paths, its accounts): every registered platform's simulator part (media_crawler_sim/parts.py)
 adds its settings and sources. `media-crawler demo`, the UI stack, the generated
 world's sources.yaml and the tests all start from it.
 """

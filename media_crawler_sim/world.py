@@ -22,7 +22,7 @@ DEFAULT_DAYS = 3
 
 
 def __getattr__(name: str):
-    # The demo and fault sources of every registered platform's simulator part (sim/parts.py).
+    # The demo and fault sources of every registered platform's simulator part (media_crawler_sim/parts.py).
     if name == "DEMO_SOURCES":
         return demo_sources()
     if name == "FAULT_SOURCES":
@@ -31,14 +31,14 @@ def __getattr__(name: str):
 
 
 class World:
-    is_generated = False  # the generated world of any size is sim/scale/world.py's BigWorld
+    is_generated = False  # the generated world of any size is media_crawler_sim/scale/world.py's BigWorld
     page_sizes: dict[str, int] = {}  # API name -> page size overriding the API's own (none here)
 
     def __init__(self, seed: int = 1, end_date: date = DEFAULT_END_DATE, days: int = DEFAULT_DAYS) -> None:
         self.seeded = Seeded(seed, end_date, days)
         self.catalog = MediaCatalog(seed)
         self.parts: dict[str, Any] = {}  # platform -> a third-party part's own state
-        # Every registered platform's part builds its slice (sim/builtin.py for the built-in
+        # Every registered platform's part builds its slice (media_crawler_sim/builtin.py for the built-in
         # four: bilibili_users, weibo_users/weibo_posts, facebook_pages/videos, url_feeds).
         self.simulator_parts = simulator_parts()
         for part in self.simulator_parts.values():

@@ -2,7 +2,7 @@
 pn/ps paging, newest first), view, pagelist, playurl (DASH or legacy durl).
 
 Envelopes are `{code, message, ttl, data}`; errors are HTTP 200 with a non-zero code,
-as on the real site. Media URLs are signed at answer time (sim/cdn.py).
+as on the real site. Media URLs are signed at answer time (media_crawler_sim/cdn.py).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@
   entries with the failure each one plays.
 - GET /_sim/truth/media?limit=N&cursor=C: the `media` entries a page at a time
   (limit <= 5000; follow `next_cursor` until null); GET /_sim/truth.ndjson: all of
-  them streamed, one JSON line each. A generated world (sim/scale/) answers only these:
+  them streamed, one JSON line each. A generated world (media_crawler_sim/scale/) answers only these:
   its /_sim/truth is a header pointing at them.
 - GET /_sim/sources?limit=N&cursor=C: sources.yaml entries, paged; GET
   /_sim/sources.yaml: a whole sources.yaml for every account, streamed.
@@ -15,7 +15,7 @@
   the counters and the per-URL fault attempts (so "fails once" fails once again).
 - POST /_sim/faults?platform=weibo&status=500: every media request of that platform
   answers 500 until POST /_sim/faults?platform=weibo&status=0; GET /_sim/faults lists them.
-- POST /_sim/echo?on=1 (or 0): the hostile echo profile (sim/echo.py) on or off; GET
+- POST /_sim/echo?on=1 (or 0): the hostile echo profile (media_crawler_sim/echo.py) on or off; GET
   /_sim/echo says whether it is on and how many answers echoed (never the values).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
 """The simulated platforms' data (accounts, posts, media files), one module per platform.
 
-Pure data built from a seed; answering HTTP requests about it is sim/api/'s job.
+Pure data built from a seed; answering HTTP requests about it is media_crawler_sim/api/'s job.
 """

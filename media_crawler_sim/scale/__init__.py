@@ -1,6 +1,6 @@
 """The simulated world at any size (`media-crawler sim --accounts 10000 --days 30 ...`).
 
-Chosen when any scale option is given; the demo world (sim/world.py) stays as it is
+Chosen when any scale option is given; the demo world (media_crawler_sim/world.py) stays as it is
 otherwise. Nothing is built per account up front: every account's posts and media
 derive on demand from (seed, platform, account index, day, post index), ids encode
 those coordinates reversibly (codec.py), and only a bounded LRU of posts is kept.

@@ -1,4 +1,4 @@
-"""BigWorld: a generated world with the same interface as sim/world.py's World (the
+"""BigWorld: a generated world with the same interface as media_crawler_sim/world.py's World (the
 API modules serve either), over lazy sequences and maps. Building one allocates
 nothing per account; posts are made when asked for and kept in a bounded LRU."""
 from __future__ import annotations
@@ -62,7 +62,7 @@ class LazyCatalog:
         return hashlib.sha256(data).hexdigest()
 
     def files(self, role: str) -> tuple[MediaFile, ...]:
-        raise TypeError("a generated world has no file list: read its truth in pages (sim/scale/truth.py)")
+        raise TypeError("a generated world has no file list: read its truth in pages (scale/truth.py)")
 
 
 class BigWorld:

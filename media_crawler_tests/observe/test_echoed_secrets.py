@@ -1,4 +1,4 @@
-"""A hostile platform echoes the credentials back (the simulator's echo profile, sim/echo.py:
+"""A hostile platform echoes the credentials back (the simulator's echo profile, media_crawler_sim/echo.py:
 error bodies, redirects, headers, titles, ids, cursors, next links and media URLs with the
 value in query, path, fragment and userinfo). Through a Dagster `crawl` and a `fetch-urls`,
 both real CLI processes with homes of their own: no canary, in any of its encodings (raw,

@@ -1,4 +1,4 @@
-"""The generated world of any size (sim/scale/): deterministic, lazy, its truth in
+"""The generated world of any size (media_crawler_sim/scale/): deterministic, lazy, its truth in
 pages and as a stream, and crawlable by the real adapters like the demo world."""
 from __future__ import annotations
 
