@@ -10,7 +10,7 @@ from media_crawler_sim.api import Api
 from media_crawler_sim.api.control import ControlApi
 from media_crawler_sim.api.media import MediaFiles
 from media_crawler_sim.cdn import DEFAULT_URL_LIFETIME_S, CdnRules
-from media_crawler_sim.echo import ECHOING_PREFIXES, EchoProfile
+from media_crawler_sim.echo import EchoProfile
 from media_crawler_sim.exchange import Request, Response, json_response, not_found
 from media_crawler_sim.stats import RequestStats
 from media_crawler_sim.parts import simulator_parts
@@ -75,7 +75,8 @@ class SimulatorApp:
             if request.path == api.prefix or request.path.startswith(api.prefix + "/"):
                 if self.api_latency_s and api.prefix in self.platform_prefixes:
                     time.sleep(self.api_latency_s)
-                if self.echo.enabled and api.prefix in ECHOING_PREFIXES:
+                # Every platform's routes echo; the media CDN only in headers, /_sim never.
+                if self.echo.enabled and api.prefix in self.platform_prefixes:
                     return self.echo.answer(raw, api.prefix, _subpath_handler(api))
                 if self.echo.enabled and api.prefix == MediaFiles.prefix:
                     return self.echo.media_answer(raw, _subpath_handler(api))

@@ -20,10 +20,13 @@ def _build_bilibili(world) -> None:
     # Keys are what /x/web-interface/nav hands out (file names of wbi_img urls).
     world.wbi_img_key = world.seeded.hex("wbi/img", 32)
     world.wbi_sub_key = world.seeded.hex("wbi/sub", 32)
-    world._bilibili_videos = {}
+    videos = {}
     for user in world.bilibili_users.values():
         for video in user.videos:
-            world._bilibili_videos[video.bvid] = world._bilibili_videos[str(video.aid)] = (user, video)
+            videos[video.bvid] = videos[str(video.aid)] = (user, video)
+    # The lookup its API asks the world for: the uploader and video of a bvid or aid
+    # (a generated world has it as a method, media_crawler_sim/scale/world.py).
+    world.bilibili_video = videos.get
 
 
 def _bilibili_apis(world, cdn) -> tuple:
@@ -45,6 +48,11 @@ def _weibo_apis(world, cdn) -> tuple:
 
 def _build_facebook(world) -> None:
     world.facebook_pages, world.facebook_videos = facebook_content.build(world.seeded, world.catalog)
+    posts = {}
+    for page in world.facebook_pages.values():
+        for post in page.posts:
+            posts.setdefault(post.id, post)
+    world.facebook_post = posts.get  # as world.bilibili_video above
 
 
 def _facebook_apis(world, cdn) -> tuple:

@@ -57,8 +57,6 @@ CREDENTIAL_PARAMS = frozenset({
     "access_token", "sessdata", "sub", "subp", "token", "auth", "password", "api_key", "apikey", "client_secret",
     "bili_jct",
 })
-# Prefixes whose answers echo (the media CDN only echoes in headers; /_sim never).
-ECHOING_PREFIXES = ("/bilibili", "/weibo-m", "/weibo", "/facebook", "/urls")
 TEXT_KEYS = frozenset({
     "title", "desc", "description", "message", "text", "text_raw", "part", "name", "screen_name", "uname",
     "longTextContent", "page_title", "content1", "video_title", "dynamic",

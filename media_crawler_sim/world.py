@@ -11,7 +11,6 @@ from typing import Any
 
 from media_crawler_sim import faults
 from media_crawler_sim.catalog import MediaCatalog
-from media_crawler_sim.content import bilibili, facebook
 from media_crawler_sim.parts import SourceSpec, demo_sources, fault_sources, simulator_parts
 from media_crawler_sim.seeded import Seeded
 
@@ -38,8 +37,9 @@ class World:
         self.seeded = Seeded(seed, end_date, days)
         self.catalog = MediaCatalog(seed)
         self.parts: dict[str, Any] = {}  # platform -> a third-party part's own state
-        # Every registered platform's part builds its slice (media_crawler_sim/builtin.py for the built-in
-        # four: bilibili_users, weibo_users/weibo_posts, facebook_pages/videos, url_feeds).
+        # Every registered platform's part builds its slice and the lookups its API asks
+        # for (builtin.py for the built-in four: bilibili_users and bilibili_video,
+        # weibo_users/weibo_posts, facebook_pages/videos and facebook_post, url_feeds).
         self.simulator_parts = simulator_parts()
         for part in self.simulator_parts.values():
             if part.build is not None:
@@ -54,17 +54,6 @@ class World:
     @property
     def days(self) -> list[date]:
         return self.seeded.days
-
-    def bilibili_video(self, key: str) -> tuple[bilibili.User, bilibili.Video] | None:
-        """The uploader and video of a bvid or aid."""
-        return self._bilibili_videos.get(key)
-
-    def facebook_post(self, post_id: str) -> facebook.Post | None:
-        for page in self.facebook_pages.values():
-            for post in page.posts:
-                if post.id == post_id:
-                    return post
-        return None
 
     def fault_book(self, fault_rate: float) -> faults.FaultBook:
         """A fresh FaultBook with the faults the platforms' parts plan (the URL-list feeds')."""
