@@ -7,8 +7,8 @@ platform name (the product's `PlatformSpec` names nothing of the simulator):
     instagram = "mc_instagram.sim:PART"
 
 `simulator_parts()` asks the registry for the platforms, in registry order, and takes
-each one's part from that group, else from the built-in table (`BUILTIN`, builtin.py). For every
-part found the simulator:
+each one's part from that group (the built-in four's also from `BUILTIN` below). For
+every part found the simulator:
 - `build(world)`: adds the platform's accounts, posts and media files to a demo
   World (files go into `world.catalog`, so `/media/...` serves them and the truth
   lists them; a third-party part keeps its own state in `world.parts[name]`);
