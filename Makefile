@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	# pip byte-compiles what it installs, but an editable install leaves our own modules
 	# to their first import, and with PYTHONDONTWRITEBYTECODE=1 (set on some machines,
 	# this one included) every command would compile them again (~0.1 s a start).
-	$(BIN)/python -m compileall -q media_crawler
+	$(BIN)/python -m compileall -q media_crawler media_crawler_sim
 	touch $(STAMP)
 
 install: $(STAMP)

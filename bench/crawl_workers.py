@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench crawl_workers [--accounts 8] [--shards 2] [--latency-ms 1000] [--rates default|raised]
 
-The simulator serves a generated world (sim/scale/) whose every media answer waits
+The simulator serves a generated world (media_crawler_sim/scale/) whose every media answer waits
 --latency-ms first (1 s by default: a slow CDN, where a crawl is waiting, not
 working). Each worker count crawls the same day into a fresh home (its own ledger,
 store and Dagster home) through the command users run, as a subprocess, timed by
@@ -51,7 +51,7 @@ by all workers (Weibo's 3 requests/s is the tightest); `raised`: 1000/s, the wor
 """
 
 def write_config(sim, home: Path, shards: int, rates: str) -> Path:
-    from media_crawler.sim.server import write_sources_yaml
+    from media_crawler_sim.server import write_sources_yaml
 
     home.mkdir(parents=True)
     path = write_sources_yaml(sim.world, sim.base_url, home / "sources.yaml")
@@ -85,10 +85,10 @@ def stored(home: Path) -> set[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from media_crawler.sim.app import Behaviour
-    from media_crawler.sim.scale.options import WorldSize
-    from media_crawler.sim.server import Simulator
-    from media_crawler.sim.sources import DEMO_TOKEN_ENV
+    from media_crawler_sim.app import Behaviour
+    from media_crawler_sim.scale.options import WorldSize
+    from media_crawler_sim.server import Simulator
+    from media_crawler_sim.sources import DEMO_TOKEN_ENV
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--accounts", type=int, default=8, help="accounts per platform (default 8)")

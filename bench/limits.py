@@ -76,7 +76,7 @@ def hostile_fetch_rss() -> bool:
 
 
 def sim_world() -> bool:
-    from media_crawler.sim.scale.world import BigWorld, WorldSize
+    from media_crawler_sim.scale.world import BigWorld, WorldSize
 
     gc.collect()
     tracemalloc.start()

@@ -147,7 +147,7 @@ def partitions_of(config_path: Path, days: list[str]) -> list[str]:
 def world_days(world: dict) -> list[str]:
     from datetime import timedelta
 
-    from media_crawler.sim.world import DEFAULT_END_DATE
+    from media_crawler_sim.world import DEFAULT_END_DATE
 
     return [(DEFAULT_END_DATE - timedelta(days=offset)).isoformat() for offset in reversed(range(world["days"]))]
 

@@ -39,7 +39,7 @@ from pathlib import Path
 import yaml
 
 from bench.instruments import RateSampler
-from media_crawler.sim.sources import DEMO_TOKEN_ENV, demo_sources
+from media_crawler_sim.sources import DEMO_TOKEN_ENV, demo_sources
 from media_crawler.deploy.workers import WorkerPlan
 
 # Requests per second and burst per platform: the budget every worker shares.
@@ -268,8 +268,8 @@ def measure(sim, ledger: str, counts: list[int], days: list[str], scratch: Path,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from media_crawler.sim.app import Behaviour
-    from media_crawler.sim.server import Simulator
+    from media_crawler_sim.app import Behaviour
+    from media_crawler_sim.server import Simulator
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="1,2,4", help="comma-separated worker counts (default 1,2,4)")

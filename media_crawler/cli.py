@@ -14,7 +14,7 @@ import warnings
 from typing import NoReturn
 
 COMMANDS = {
-    "sim": ("media_crawler.sim", "run the built-in platform simulator on 127.0.0.1"),
+    "sim": ("media_crawler.commands.sim", "run the built-in platform simulator on 127.0.0.1"),
     "crawl": ("media_crawler.commands.crawl", "crawl sources for days through Dagster (one run per shard and day)"),
     "demo": ("media_crawler.commands.demo", "start the simulator and crawl it into ./var (make demo)"),
     "ui": ("media_crawler.commands.ui", "simulator + dagster-daemon + dagster-webserver on 127.0.0.1 (make ui)"),

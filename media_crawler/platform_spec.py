@@ -4,10 +4,13 @@ Every platform package exports `SPEC = PlatformSpec(...)` from its `__init__.py`
 `platforms/registry.py` finds the built-in ones and third-party ones (the entry-point
 group `media_crawler.platforms`), and everything that lists platforms (sources.yaml
 parsing, the shard layout, rate budgets, `normalize`, the demo and the simulator)
-asks the registry. This module imports nothing of the crawler but `models`, so
-config.py (settings), models.py (sources) and the platform packages can all use it.
+asks the registry. A platform's part of the simulator is not named here: the
+simulator package (media_crawler_sim) finds it under the platform's name in its own
+entry-point group, so the product names nothing of the simulator. This module
+imports nothing of the crawler but `models`, so config.py (settings), models.py
+(sources) and the platform packages can all use it.
 
-Heavy parts (the adapter, normalizers, hooks, the simulator part) are named as
+Heavy parts (the adapter, normalizers, hooks) are named as
 `"package.module:attribute"` references and imported on first use, so listing the
 platforms costs no more than importing their `__init__` modules.
 
@@ -117,8 +120,6 @@ class PlatformSpec:
       stands for (None: not an error answer). The tables stay in its errors.py.
     - on_response: fn(budget, platform, response) after every API answer (Facebook's
       usage headers slow its shared budget before it starts refusing).
-    - simulator: a sim/parts.py SimulatorPart: builds its part of the simulated world,
-      mounts its API routes, names its demo sources and demo settings.
     """
 
     name: str
@@ -139,7 +140,6 @@ class PlatformSpec:
     normalize_context: Ref = None
     classify: Ref = None
     on_response: Ref = None
-    simulator: Ref = None
 
     def __post_init__(self) -> None:
         if not NAME_PATTERN.match(self.name):
@@ -214,6 +214,6 @@ class PlatformSpec:
     # -- the lazily imported parts -------------------------------------------------------
 
     def load(self, part: str) -> Any:
-        """The object of a reference field (`adapter`, `normalize`, `simulator`, ...), or None."""
+        """The object of a reference field (`adapter`, `normalize`, `classify`, ...), or None."""
         ref = getattr(self, part)
         return None if ref is None else resolve(ref)

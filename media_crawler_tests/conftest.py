@@ -32,7 +32,7 @@ def postgres():
 
 @pytest.fixture(scope="session")
 def simulator():
-    from media_crawler.sim.server import Simulator
+    from media_crawler_sim.server import Simulator
 
     sim = Simulator(seed=1, port=0)
     sim.start()
@@ -55,7 +55,7 @@ def crawl_home(tmp_path, monkeypatch):
 @pytest.fixture
 def demo_config(crawl_home, simulator):
     """A sources.yaml for the demo sources, pointed at the session's simulator."""
-    from media_crawler.sim.sources import demo_sources
+    from media_crawler_sim.sources import demo_sources
 
     path = crawl_home / "sources.yaml"
     crawl_home.mkdir(parents=True, exist_ok=True)
@@ -64,7 +64,7 @@ def demo_config(crawl_home, simulator):
 
 
 def write_config(home, simulator, sources: list[dict]):
-    from media_crawler.sim.sources import demo_sources
+    from media_crawler_sim.sources import demo_sources
 
     data = demo_sources(simulator.base_url)
     data["sources"] = sources

@@ -21,7 +21,7 @@ def registration_sensor(config_path):
 
 def demo_layout():
     """The layout of every test config built on the demo's sources.yaml."""
-    from media_crawler.sim.sources import demo_sources
+    from media_crawler_sim.sources import demo_sources
     from media_crawler.config import config_from_dict
 
     return config_from_dict(demo_sources("http://127.0.0.1:1")).layout

@@ -224,7 +224,7 @@ def test_no_platform_is_named_outside_its_package_and_the_simulator():
     # "urls" is also an ordinary word (an options key, a path segment): only the other three.
     names = {module.rsplit(".", 1)[1] for module in BUILTIN} - {"urls"}
     named = [f"{name}:{node.lineno}" for name, tree in modules()
-             if not name.startswith(("platforms/", "sim/"))
+             if not name.startswith("platforms/")
              for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value in names]
     assert named == [], "derive the platform from the registry (media_crawler/platforms/registry.py)"
 
@@ -301,3 +301,29 @@ def test_only_one_module_reaches_into_dagster_private_api():
             if any(name.startswith("dagster._") for name in names):
                 reaching.add(path.relative_to(PACKAGE).as_posix())
     assert reaching <= {"store/dagster_private.py"}, "put what Dagster keeps private in store/dagster_private.py"
+
+
+# The simulator is a package of its own (media_crawler_sim/), beside the product: it may
+# import the product (the registry), never the other way round, but for the commands
+# that run it. A module name in a string counts too (importlib.import_module).
+SIMULATOR = "media_crawler_sim"
+SIMULATOR_COMMANDS = ["commands/demo.py", "commands/sim.py", "commands/ui.py"]
+
+
+def _names_the_simulator(module: str) -> bool:
+    return module == SIMULATOR or module.startswith(SIMULATOR + ".")
+
+
+def test_only_the_commands_that_run_the_simulator_import_it():
+    importing = sorted(name for name, tree in modules() if any(map(_names_the_simulator, imported(tree))) or any(
+        isinstance(node, ast.Constant) and isinstance(node.value, str) and _names_the_simulator(node.value.partition(":")[0])
+        for node in ast.walk(tree)))
+    assert importing == SIMULATOR_COMMANDS
+
+
+def test_the_simulator_is_not_inside_the_product():
+    assert not (PACKAGE / "sim").exists()
+    importing = sorted(name for name, tree in modules()
+                       if any(module == "media_crawler.sim" or module.startswith("media_crawler.sim.")
+                              for module in imported(tree)))
+    assert importing == []

@@ -16,7 +16,8 @@ import yaml
 
 from media_crawler.dagster_home import ensure_dagster_home
 from media_crawler.environment import HOME_ENV, default_environment, demo_config_path, home_default, set_environment
-from media_crawler.sim.sources import demo_environment, demo_sources
+# The simulator is a package of its own; the commands that run it are its only importers here.
+from media_crawler_sim.sources import demo_environment, demo_sources
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", default=home_default(), help="where the store, ledger and Dagster home go")
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def start_simulator(port: int, seed: int):
-    from media_crawler.sim.server import Simulator
+    from media_crawler_sim.server import Simulator
 
     try:
         sim = Simulator(seed=seed, port=port)

@@ -20,11 +20,11 @@ from pathlib import Path
 import yaml
 
 from media_crawler.commands.demo import start_simulator
-from media_crawler.sim.sources import demo_environment, demo_sources
 from media_crawler.dagster_home import INSTANCE_TEMPLATE, ensure_dagster_home
 from media_crawler.config import load_config
 from media_crawler.environment import HOME_ENV, demo_config_path, environment_value, home_default, set_environment
 from media_crawler.deploy.workers import RENDERED_MARKER, WorkerPlan, render_instance_yaml
+from media_crawler_sim.sources import demo_environment, demo_sources
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

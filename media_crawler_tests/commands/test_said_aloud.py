@@ -17,8 +17,8 @@ from media_crawler.commands.empty_shards import empty_shards
 from media_crawler.commands.partition_runs import PartitionOutcome
 from media_crawler.config import load_config
 from media_crawler.observe.logging import JsonFormatter
-from media_crawler.sim.content.bilibili import BROKEN_FEED_MID
-from media_crawler.sim.server import content_days_note
+from media_crawler_sim.content.bilibili import BROKEN_FEED_MID
+from media_crawler_sim.server import content_days_note
 from media_crawler_tests.recovery.support import write_recovery_config
 
 EMPTY_DAY = "2026-11-20"  # the simulator's demo world publishes on 2026-11-25 to 2026-11-27 only

@@ -9,6 +9,9 @@ its fixtures. It is registered only through the entry point, by a test that puts
     [media_crawler.platforms]
     example = media_crawler_tests.fourth_platform:SPEC
 
+    [media_crawler_sim.platforms]
+    example = media_crawler_tests.fourth_platform.sim:PART
+
 It names no rate on purpose: a registered platform without one gets the registry's
 conservative default (platform_spec.CONSERVATIVE_RATE), never an unthrottled crawl.
 """
@@ -24,5 +27,4 @@ SPEC = PlatformSpec(
     credential=("api_key", "EXAMPLE_API_KEY"),
     normalize="media_crawler_tests.fourth_platform.normalize:detect",
     classify="media_crawler_tests.fourth_platform.normalize:classify",
-    simulator="media_crawler_tests.fourth_platform.sim:PART",
 )

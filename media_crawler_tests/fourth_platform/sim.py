@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from media_crawler.sim.catalog import PICK, MediaFile, SourceFiles
-from media_crawler.sim.exchange import Request, Response, json_response, not_found
-from media_crawler.sim.media import Recipe
-from media_crawler.sim.parts import SimulatorPart, SourceSpec
+from media_crawler_sim.catalog import PICK, MediaFile, SourceFiles
+from media_crawler_sim.exchange import Request, Response, json_response, not_found
+from media_crawler_sim.media import Recipe
+from media_crawler_sim.parts import SimulatorPart, SourceSpec
 
 DEMO_ALBUM, GONE_ALBUM = "7", "404"
 PHOTOS = 5  # per album, spread over the world's days

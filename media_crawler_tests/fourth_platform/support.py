@@ -8,7 +8,9 @@ from typing import Iterator
 
 import pytest
 
-ENTRY_POINTS = "[media_crawler.platforms]\nexample = media_crawler_tests.fourth_platform:SPEC\n"
+# The platform for the crawler, its part for the simulator: one entry point each.
+ENTRY_POINTS = ("[media_crawler.platforms]\nexample = media_crawler_tests.fourth_platform:SPEC\n\n"
+                "[media_crawler_sim.platforms]\nexample = media_crawler_tests.fourth_platform.sim:PART\n")
 METADATA = "Metadata-Version: 2.1\nName: media-crawler-example-platform\nVersion: 0.1\n"
 FIXTURES = Path(__file__).parent / "fixtures"
 

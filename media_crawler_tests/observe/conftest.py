@@ -8,7 +8,7 @@ import requests
 from dagster import DagsterInstance
 
 from media_crawler import errors
-from media_crawler.sim.sources import DEMO_START_DAY
+from media_crawler_sim.sources import DEMO_START_DAY
 from media_crawler.config import config_from_dict, load_config
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.observe.support import captured_crawl, dagster_log_settings, write_sources

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from media_crawler.sim.sources import demo_sources
+from media_crawler_sim.sources import demo_sources
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, unquote_to_bytes
 
 # Real-looking credentials whose encodings all differ: `%2C`, `,`, `/`, `+`, `=`, `*`.

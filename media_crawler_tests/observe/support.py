@@ -14,7 +14,7 @@ from typing import Iterator
 import yaml
 
 from media_crawler.commands.crawl import CrawlOutcome, crawl
-from media_crawler.sim.sources import demo_sources
+from media_crawler_sim.sources import demo_sources
 from media_crawler.observe.progress import TerminalSink
 
 # Keys every per-item line carries (issue 5); ts, level and worker come from the formatter.

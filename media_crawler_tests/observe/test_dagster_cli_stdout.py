@@ -12,8 +12,8 @@ from dagster import DagsterInstance
 
 from media_crawler.commands.crawl import prepare_home
 from media_crawler.config import load_config
-from media_crawler.sim.app import Behaviour
-from media_crawler.sim.server import Simulator
+from media_crawler_sim.app import Behaviour
+from media_crawler_sim.server import Simulator
 from media_crawler_tests.observe.support import ITEM_LINE_KEYS, TS_PATTERN, write_sources
 
 REPO = Path(__file__).resolve().parents[2]

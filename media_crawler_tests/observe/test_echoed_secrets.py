@@ -1,4 +1,4 @@
-"""A hostile platform echoes the credentials back (the simulator's echo profile, sim/echo.py:
+"""A hostile platform echoes the credentials back (the simulator's echo profile, media_crawler_sim/echo.py:
 error bodies, redirects, headers, titles, ids, cursors, next links and media URLs with the
 value in query, path, fragment and userinfo). Through a Dagster `crawl` and a `fetch-urls`,
 both real CLI processes with homes of their own: no canary, in any of its encodings (raw,
@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from media_crawler.sim.app import Behaviour
-from media_crawler.sim.server import Simulator
+from media_crawler_sim.app import Behaviour
+from media_crawler_sim.server import Simulator
 from media_crawler_tests.observe.echo_support import (
     CANARIES, ENVIRONMENT, FB_TOKEN, SESSDATA, WEIBO_SUB, WEIBO_SUBP, canary_encodings, leaks_in_bytes,
     leaks_in_databases, leaks_in_files, leaks_in_text, report, signed_feed, sqlite_files, write_config,

@@ -7,7 +7,7 @@ import requests
 from dagster import AssetKey, DagsterInstance
 from dagster._serdes import serialize_value
 
-from media_crawler.sim.sources import DEMO_START_DAY
+from media_crawler_sim.sources import DEMO_START_DAY
 from media_crawler.config import load_config
 from media_crawler.definitions import crawl_assets_for
 from media_crawler_tests.observe.support import captured_crawl, dagster_log_settings, write_sources

@@ -59,7 +59,7 @@ class Drill:
 @pytest.fixture(scope="module")
 def drill(tmp_path_factory):
     import media_crawler.defs.assets as assets
-    from media_crawler.sim.server import Simulator
+    from media_crawler_sim.server import Simulator
     from media_crawler.store.database import dispose_engines
 
     home = tmp_path_factory.mktemp("drill")

@@ -23,7 +23,7 @@ def instance():
 def weibo_config_without_allow_hosts(crawl_home, simulator):
     """The demo's Weibo source, its media on the simulator's origin, which `allow_hosts` no longer lists
     (the API still reaches it: `platforms.weibo.api_base` names that origin)."""
-    from media_crawler.sim.sources import demo_sources
+    from media_crawler_sim.sources import demo_sources
 
     weibo = [entry for entry in demo_sources(simulator.base_url)["sources"] if "weibo" in entry][:1]
     path = write_config(crawl_home, simulator, weibo)

@@ -14,7 +14,7 @@ from media_crawler.defs.partitions import crawl_partitions
 from media_crawler.platforms.registry import parse_source
 from media_crawler.pipeline.layout import LayoutError
 from media_crawler.shards import DEFAULT_START_DAY, PartitionLayout
-from media_crawler.sim.content.bilibili import BROKEN_FEED_MID
+from media_crawler_sim.content.bilibili import BROKEN_FEED_MID
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.recovery.support import media_requests, write_recovery_config
 

@@ -15,7 +15,7 @@ from dagster import DagsterInstance
 
 from media_crawler.cli import main as cli_main
 from media_crawler.commands.crawl import crawl
-from media_crawler.sim.media import Recipe, render
+from media_crawler_sim.media import Recipe, render
 from media_crawler_tests.one_answer_server import local_server
 
 DAY = "2026-11-27"

@@ -12,8 +12,8 @@ from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import download_partition
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
-from media_crawler.sim.app import Behaviour
-from media_crawler.sim.server import Simulator
+from media_crawler_sim.app import Behaviour
+from media_crawler_sim.server import Simulator
 from media_crawler.store.ledger import T
 from media_crawler_tests.conftest import write_config
 

@@ -82,11 +82,12 @@ def test_error_bodies_classify_to_an_error_class(spec):
 
 
 def test_simulator_serves_it(spec):
-    from media_crawler.sim.app import SimulatorApp
-    from media_crawler.sim.exchange import Request
-    from media_crawler.sim.world import World
+    from media_crawler_sim.app import SimulatorApp
+    from media_crawler_sim.exchange import Request
+    from media_crawler_sim.parts import part_for
+    from media_crawler_sim.world import World
 
-    part = spec.load("simulator")
+    part = part_for(spec.name)
     assert part is not None, f"{spec.name} has no simulator part"
     app = SimulatorApp(World(seed=1))
     mounted = {api.prefix for api in app.apis}
@@ -117,7 +118,8 @@ def test_it_has_a_rate_budget(spec):
 def test_a_crawl_of_its_simulated_sources_converges(spec, crawl_home, request):
     from media_crawler.commands.crawl import crawl
     from media_crawler.config import load_config
-    from media_crawler.sim.server import Simulator
+    from media_crawler_sim.parts import part_for
+    from media_crawler_sim.server import Simulator
     from media_crawler.store.ledger import Ledger
     from media_crawler_tests.recovery.support import assert_converged, write_recovery_config
 
@@ -127,7 +129,7 @@ def test_a_crawl_of_its_simulated_sources_converges(spec, crawl_home, request):
         request.addfinalizer(sim.stop)
     else:
         sim = request.getfixturevalue("simulator")
-    part = spec.load("simulator")
+    part = part_for(spec.name)
     sources = [source.as_entry(sim.base_url) for source in part.demo_sources]
     path = write_recovery_config(crawl_home, sim, sources=sources)
     truth = requests.get(f"{sim.base_url}/_sim/truth", timeout=10).json()

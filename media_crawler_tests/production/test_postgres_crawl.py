@@ -21,8 +21,8 @@ from media_crawler_tests.production.conftest import (
 @pytest.fixture(scope="module")
 def slow_simulator():
     """Media answers take 0.5 s: two runs of one partition started together overlap in every stage."""
-    from media_crawler.sim.app import Behaviour
-    from media_crawler.sim.server import Simulator
+    from media_crawler_sim.app import Behaviour
+    from media_crawler_sim.server import Simulator
 
     with Simulator(seed=1, port=0, behaviour=Behaviour(media_latency_ms=500)) as sim:
         yield sim

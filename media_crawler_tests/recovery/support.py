@@ -16,7 +16,7 @@ from sqlalchemy import select as sql_select
 
 from media_crawler.platforms.registry import parse_source
 from media_crawler.platforms.registry import names as platform_names
-from media_crawler.sim.sources import demo_sources
+from media_crawler_sim.sources import demo_sources
 from media_crawler.store.ledger import Ledger, T
 
 

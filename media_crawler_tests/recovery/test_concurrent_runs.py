@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from media_crawler.config import load_config
 from media_crawler.store.leases import claim_in_state
 from media_crawler.pipeline.liveness import lease_owner
-from media_crawler.sim.app import Behaviour
-from media_crawler.sim.server import Simulator
+from media_crawler_sim.app import Behaviour
+from media_crawler_sim.server import Simulator
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.ledger_columns import columns
 from media_crawler_tests.recovery.crawl_worker import crawl

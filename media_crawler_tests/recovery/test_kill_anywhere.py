@@ -10,8 +10,8 @@ from media_crawler.config import load_config
 from media_crawler.platforms.registry import parse_source
 from media_crawler.crashpoints import POINTS
 from media_crawler.store.ledger import Ledger
-from media_crawler.sim.app import Behaviour
-from media_crawler.sim.server import Simulator
+from media_crawler_sim.app import Behaviour
+from media_crawler_sim.server import Simulator
 from media_crawler_tests.recovery.support import (
     ForkServer, assert_converged, committed_set, media_requests, partition_truth, write_recovery_config,
 )

@@ -16,8 +16,8 @@ from media_crawler.dagster_home import INSTANCE_TEMPLATE
 from media_crawler.commands.rerun_failed import rerun
 from media_crawler.config import load_config
 from media_crawler.crashpoints import AFTER_LINK_BEFORE_LEDGER, CRASH_ENV
-from media_crawler.sim.app import Behaviour
-from media_crawler.sim.server import Simulator
+from media_crawler_sim.app import Behaviour
+from media_crawler_sim.server import Simulator
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.recovery.support import (
     assert_converged, media_requests, partition_truth, write_recovery_config,

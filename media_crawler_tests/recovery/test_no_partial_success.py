@@ -16,8 +16,8 @@ from media_crawler.definitions import crawl_assets_for
 from media_crawler.platforms.registry import parse_source
 from media_crawler.pipeline.liveness import process_token
 from media_crawler.recovery.runs import PROCESS_TAG
-from media_crawler.sim import faults
-from media_crawler.sim.server import Simulator
+from media_crawler_sim import faults
+from media_crawler_sim.server import Simulator
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.recovery.support import write_recovery_config
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from media_crawler.sim import Simulator
+from media_crawler_sim import Simulator
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REFERERS = {"bilibili": "https://www.bilibili.com/", "weibo": "https://weibo.com/"}

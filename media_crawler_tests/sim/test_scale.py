@@ -1,4 +1,4 @@
-"""The generated world of any size (sim/scale/): deterministic, lazy, its truth in
+"""The generated world of any size (media_crawler_sim/scale/): deterministic, lazy, its truth in
 pages and as a stream, and crawlable by the real adapters like the demo world."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import requests
 import yaml
 from PIL import Image
 
-from media_crawler.sim import Simulator
-from media_crawler.sim.scale import WorldSize
-from media_crawler.sim.scale.world import BigWorld
+from media_crawler_sim import Simulator
+from media_crawler_sim.scale import WorldSize
+from media_crawler_sim.scale.world import BigWorld
 from media_crawler_tests.sim.conftest import top_level_boxes
 
 SMALL = WorldSize.of(accounts=2, posts_per_day=2, media_per_post=2)
@@ -135,7 +135,7 @@ def test_generated_media_are_small_valid_files_served_with_their_truth():
 
 
 def test_scale_options_on_the_command_line(capsys):
-    from media_crawler.sim.server import main
+    from media_crawler_sim.server import main
 
     assert main(["--port", "8799", "--bilibili-users", "2", "--weibo-users", "1", "--facebook-pages", "0",
                  "--url-lists", "0", "--days", "2", "--print-sources"]) == 0

@@ -6,11 +6,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from media_crawler.sim import wbi
-from media_crawler.sim.api.facebook import requested_fields
-from media_crawler.sim.api.weibo_format import created_at
-from media_crawler.sim.media import Recipe, dash_segment_base, render
-from media_crawler.sim.ranges import ByteRange, Unsatisfiable, requested_range
+from media_crawler_sim import wbi
+from media_crawler_sim.api.facebook import requested_fields
+from media_crawler_sim.api.weibo_format import created_at
+from media_crawler_sim.media import Recipe, dash_segment_base, render
+from media_crawler_sim.ranges import ByteRange, Unsatisfiable, requested_range
 from media_crawler_tests.sim.conftest import top_level_boxes
 
 
@@ -76,10 +76,10 @@ def test_weibo_created_at_is_china_time_in_the_real_format():
 
 def test_api_latency_delays_platform_answers_only(monkeypatch):
     """--api-latency-ms: feed pages and other platform API answers wait, the control routes do not."""
-    from media_crawler.sim import app as sim_app
-    from media_crawler.sim.app import Behaviour, SimulatorApp
-    from media_crawler.sim.exchange import Request
-    from media_crawler.sim.world import World
+    from media_crawler_sim import app as sim_app
+    from media_crawler_sim.app import Behaviour, SimulatorApp
+    from media_crawler_sim.exchange import Request
+    from media_crawler_sim.world import World
 
     slept = []
     monkeypatch.setattr(sim_app.time, "sleep", slept.append)
@@ -98,9 +98,9 @@ def test_stats_totals_leave_out_the_per_path_part():
     """A poller of a big world asks for the totals only (?per_path=0)."""
     import json
 
-    from media_crawler.sim.app import SimulatorApp
-    from media_crawler.sim.exchange import Request
-    from media_crawler.sim.world import World
+    from media_crawler_sim.app import SimulatorApp
+    from media_crawler_sim.exchange import Request
+    from media_crawler_sim.world import World
 
     simulator = SimulatorApp(World(1))
     send = lambda path, pairs=(): simulator.dispatch(Request("GET", path, pairs, {}, "http://127.0.0.1:1"))  # noqa: E731

@@ -16,8 +16,8 @@ import pytest
 import requests
 from PIL import Image
 
-from media_crawler.sim import Simulator, wbi
-from media_crawler.sim.app import Behaviour
+from media_crawler_sim import Simulator, wbi
+from media_crawler_sim.app import Behaviour
 from media_crawler_tests.sim.conftest import REFERERS, assert_like, fixture, top_level_boxes
 
 WEIBO_TIME = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2} \+0800 \d{4}$")
@@ -321,7 +321,7 @@ def test_fault_rate_answers_503(http):
 
 
 def test_cli_prints_base_url_and_stops_on_sigterm(http):
-    command = [sys.executable, "-m", "media_crawler.sim", "--port", "0", "--seed", "2", "--days", "2"]
+    command = [sys.executable, "-m", "media_crawler_sim", "--port", "0", "--seed", "2", "--days", "2"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         base_url = process.stdout.readline().strip()

@@ -20,5 +20,4 @@ SPEC = PlatformSpec(
     normalize="media_crawler.platforms.bilibili.detect:normalize",
     normalize_context="media_crawler.platforms.bilibili.detect:context_of",
     classify="media_crawler.platforms.bilibili.errors:classify_envelope",
-    simulator="media_crawler.sim.builtin:BILIBILI",
 )

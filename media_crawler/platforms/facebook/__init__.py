@@ -17,5 +17,4 @@ SPEC = PlatformSpec(
     classify="media_crawler.platforms.facebook.errors:classify_answer",
     # Graph reports how close the app is to its limits on every answer: slow down before it refuses.
     on_response="media_crawler.platforms.facebook.usage:heed_usage_headers",
-    simulator="media_crawler.sim.builtin:FACEBOOK",
 )

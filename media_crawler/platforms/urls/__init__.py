@@ -14,5 +14,4 @@ SPEC = PlatformSpec(
     media_hosts=("*",),
     normalize="media_crawler.platforms.urls.detect:normalize",
     classify="media_crawler.platforms.urls.normalize:classify_feed",
-    simulator="media_crawler.sim.builtin:URLS",
 )

@@ -14,5 +14,4 @@ SPEC = PlatformSpec(
     credential=("cookie", "WEIBO_COOKIE"),
     normalize="media_crawler.platforms.weibo.detect:normalize",
     classify="media_crawler.platforms.weibo.errors:classify_answer",
-    simulator="media_crawler.sim.builtin:WEIBO",
 )

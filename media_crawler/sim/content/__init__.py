@@ -1,4 +1,0 @@
-"""The simulated platforms' data (accounts, posts, media files), one module per platform.
-
-Pure data built from a seed; answering HTTP requests about it is sim/api/'s job.
-"""
