@@ -1,6 +1,6 @@
 """The nouns every stage shares: sources, day windows and normalized media records.
 
-Identity rule (PLATFORMS.md): a record is keyed by (platform, item_id, variant),
+Identity rule (docs/PLATFORMS.md): a record is keyed by (platform, item_id, variant),
 the platform's own ids, never by its media_url, which is a signed CDN URL that
 expires within hours.
 """

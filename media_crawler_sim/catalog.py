@@ -35,7 +35,7 @@ ROLES = (PICK, ALTERNATE, FAULT)
 class MediaFile:
     """One servable file and what it is in the platform's own terms.
 
-    item/variant follow PLATFORMS.md identities (e.g. `BV1xx:1234`, `video-112-7`;
+    item/variant follow docs/PLATFORMS.md identities (e.g. `BV1xx:1234`, `video-112-7`;
     a Weibo pid, `large`), so crawler tests can match records to files.
     """
 

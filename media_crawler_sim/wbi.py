@@ -1,4 +1,4 @@
-"""Bilibili WBI request signing, as the simulator checks it (PLATFORMS.md has the
+"""Bilibili WBI request signing, as the simulator checks it (docs/PLATFORMS.md has the
 algorithm and the test vector; the crawler keeps its own copy on purpose, so a bug
 in one side is caught by the other instead of being shared)."""
 from __future__ import annotations

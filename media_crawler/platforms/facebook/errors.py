@@ -3,13 +3,13 @@
 `{error: {message, type, code, error_subcode, fbtrace_id, is_transient}}`:
 - 4, 17, 32, 613, 80001-80014 (and any `is_transient: true`): throttled → rate_limited
 - 368: *temporarily* blocked for policy violations → rate_limited: wait, retry,
-  back off long (PLATFORMS.md), never a tombstone
+  back off long (docs/PLATFORMS.md), never a tombstone
 - 190 (and 102, 463, 467 subcodes): the token is expired or invalid → auth
 - 100 whose message names a permission, a feature or the kind of token it
   requires ("Pages Public Content Access requires either app secret proof or
   an app token"): a credential problem, the object is not gone → auth
 - 10, 200-299: a missing permission of the token or app (fix the credential;
-  the object is not gone, PLATFORMS.md) → auth
+  the object is not gone, docs/PLATFORMS.md) → auth
 - 100/33: deleted or private (a tombstone); other 100s: an invalid request → not_found
 - 1, 2: "unknown error" / "service unavailable" → http_5xx (transient)
 """
