@@ -91,7 +91,7 @@ def test_a_claim_skips_rows_another_transaction_holds_instead_of_waiting(fresh_u
             # Another worker is in the middle of claiming the first four rows.
             conn.execute(select(schema.tasks.c.id).where(schema.tasks.c.id.in_(ids[:4])).with_for_update())
             with ThreadPoolExecutor(1) as pool:
-                claim = pool.submit(ledger.claim, source_key="s", day="d", lease=Lease("other", 60))
+                claim = pool.submit(claim_downloads, ledger, source_key="s", day="d", lease=Lease("other", 60))
                 # A claim that waited for the lock would time out here (and be released on rollback).
                 got = claim.result(timeout=20)
             assert [task.id for task in got] == ids[4:]
