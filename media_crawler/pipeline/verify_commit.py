@@ -32,6 +32,25 @@ def verify_partition(runtime: Runtime, source: Sources, window: DayWindow | None
     return report
 
 
+
+def _staging_lost(report: StageReport, changes: list, task: Task) -> None:
+    """The item's staged bytes are gone: back to download, said once in the report and the log."""
+    changes.append((task.id, StagingLost()))
+    report.add_failure(task.canonical_url, "storage_error", "staged file missing; re-queued", DISCOVERED)
+    _log_requeued(report.stage, task)
+
+
+def _settled(report: StageReport, changes: list, task: Task, settled) -> bool:
+    """Record one settled item (its ledger move, its log lines, a failure in the report); True when it passed."""
+    changes.append((task.id, settled.transition))
+    settled.emit()
+    if settled.error is None:
+        return True
+    report.add_failure(task.canonical_url, settled.error.error_class.value, settled.error.message,
+                       settled.transition.state)
+    _count_unfinished(report, settled.transition.state)
+    return False
+
 def _verify(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
     report = StageReport("verify")
     changes = []
@@ -39,17 +58,10 @@ def _verify(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
         part = runtime.store.staging_path(task.staging_name)
         if not part.exists():
             # The staged bytes vanished (reconcile, a crash before fsync): download again.
-            changes.append((task.id, StagingLost()))
-            report.add_failure(task.canonical_url, "storage_error", "staged file missing; re-queued", DISCOVERED)
-            _log_requeued("verify", task)
+            _staging_lost(report, changes, task)
             continue
         settled = verify_staged(runtime, task, sha256=task.sha256, size=task.size, attempts=task.attempts)
-        changes.append((task.id, settled.transition))
-        settled.emit()
-        if settled.error is not None:
-            report.add_failure(task.canonical_url, settled.error.error_class.value, settled.error.message,
-                               settled.transition.state)
-            _count_unfinished(report, settled.transition.state)
+        if not _settled(report, changes, task, settled):
             continue
         report.ok += 1
         report.durations_ms.append(settled.duration_ms)
@@ -73,17 +85,10 @@ def _commit(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
     for task in tasks:
         part = runtime.store.staging_path(task.staging_name)
         if task.sha256 and not part.exists() and not runtime.store.exists(task.sha256):
-            changes.append((task.id, StagingLost()))
-            report.add_failure(task.canonical_url, "storage_error", "staged file missing; re-queued", DISCOVERED)
-            _log_requeued("commit", task)
+            _staging_lost(report, changes, task)
             continue
         settled = commit_staged(runtime, task, sha256=task.sha256, size=task.size, attempts=task.attempts)
-        changes.append((task.id, settled.transition))
-        settled.emit()
-        if settled.error is not None:
-            report.add_failure(task.canonical_url, settled.error.error_class.value, settled.error.message,
-                               settled.transition.state)
-            _count_unfinished(report, settled.transition.state)
+        if not _settled(report, changes, task, settled):
             if settled.error.policy.stops_admission:
                 break  # disk full or failing: stop touching the store
             continue
