@@ -205,12 +205,21 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
         pending_changes.append((item.task.id, step.owner, _record(report, item, step.halted)))
         progress.advance(bytes=item.result.bytes_received if item.result else 0)
         if len(pending_changes) >= FLUSH_EVERY or time.monotonic() - last_flush > FLUSH_AFTER_S:
-            runtime.ledger.apply(pending_changes)
+            _apply(runtime, pending_changes)
             pending_changes.clear()
             last_flush = time.monotonic()
             crash_point(AFTER_DOWNLOAD_LEDGER)
-    runtime.ledger.apply(pending_changes)
+    _apply(runtime, pending_changes)
     crash_point(AFTER_DOWNLOAD_LEDGER)
+
+
+def _apply(runtime: Runtime, changes: list) -> None:
+    """Record a batch of outcomes. An `after_download` continuation that committed
+    (fetch-urls, inside the store's deferred_sync) left its link to be made durable
+    here: once for the batch, before any row says committed. Every item in `changes`
+    was linked before its worker returned it, so this flush covers them all."""
+    runtime.store.sync_deferred()
+    runtime.ledger.apply(changes)
 
 
 class _Turns:

@@ -115,7 +115,10 @@ def _download_pass(runtime: Runtime, source: Source, threads: int, shard: tuple[
     # for items sleeping through a Retry-After or a backoff, so those never
     # stall the rest of the list.
     workers = Workers(threads, wait_threads=threads, after_download=lambda item: verify_and_commit(runtime, item))
-    return download_partition(runtime, source, None, workers=workers, ignore_backoff=True, shard=shard)
+    # The commits in the workers share one flush of the store's folders per ledger
+    # batch, made before the batch is recorded (pipeline/download.py `_apply`).
+    with runtime.store.deferred_sync():
+        return download_partition(runtime, source, None, workers=workers, ignore_backoff=True, shard=shard)
 
 
 def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> Settled:
@@ -126,6 +129,8 @@ def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> Settled:
     name belongs to this task's lease, so nothing else has written to it; a re-read would
     come from the page cache and prove nothing more. For the same reason it is not fsynced
     twice. (commit_partition, which takes .parts of earlier runs, still re-hashes and fsyncs.)
+    The link's folders are made durable once per ledger batch, before the batch that
+    says committed (`_download_pass`); the file's bytes were fsynced before the link.
     """
     task, result = item.task, item.result
     verified = verify_staged(runtime, task, sha256=result.sha256, size=result.size, attempts=item.attempts)

@@ -77,6 +77,9 @@ class BlobStore(Protocol):
     def deferred_sync(self) -> ContextManager["BlobStore"]:
         """Puts inside the block are durable when it ends (one flush for the batch)."""
 
+    def sync_deferred(self) -> None:
+        """Inside deferred_sync(): make the puts so far durable now, and go on deferring."""
+
     def free_bytes(self) -> int:
         """Room left for new blobs and staged files, in bytes."""
 

@@ -26,7 +26,7 @@ def staged(store: BlobStore, name: str, data: bytes):
 def test_the_filesystem_store_is_a_blob_store(store):
     assert isinstance(store, BlobStore)
     missing = [name for name in ("put_if_absent", "put_stream_if_absent", "exists", "size", "open", "local_file",
-                                 "location", "iter_sha256s", "quarantine", "deferred_sync", "free_bytes",
+                                 "location", "iter_sha256s", "quarantine", "deferred_sync", "sync_deferred", "free_bytes",
                                  "staging_path", "iter_parts", "stored_name_of")
                if getattr(type(store), name) is getattr(BlobStore, name)]
     assert missing == [], "implemented, not inherited from the protocol's empty bodies"
@@ -99,3 +99,15 @@ def test_puts_inside_deferred_sync_are_whole_and_their_staged_names_go_when_it_e
         store.put_stream_if_absent(io.BytesIO(b"batched two"))
         assert store.exists(first.sha256) and not again.created
     assert len(list(store.iter_sha256s())) == 2 and list(store.iter_parts()) == []
+
+
+def test_sync_deferred_flushes_the_puts_so_far_and_the_block_goes_on_deferring(store):
+    with store.deferred_sync():
+        store.put_if_absent(staged(store, "one", b"first batch"), hashlib.sha256(b"first batch").hexdigest())
+        assert [path.name for path in store.iter_parts()] == ["one.part"], "kept until the flush"
+        store.sync_deferred()
+        assert list(store.iter_parts()) == []
+        store.put_if_absent(staged(store, "two", b"second batch"), hashlib.sha256(b"second batch").hexdigest())
+        assert [path.name for path in store.iter_parts()] == ["two.part"], "still deferring after a flush"
+    assert len(list(store.iter_sha256s())) == 2 and list(store.iter_parts()) == []
+    store.sync_deferred()  # outside the block: nothing to do
