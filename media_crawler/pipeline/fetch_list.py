@@ -7,7 +7,8 @@ pipelined per item inside the download worker (`after_download`): a file is
 checked and linked into the store while it is still in the page cache, and
 the row's transitions downloading → downloaded → verified → committed land
 together in the download stage's batched ledger writes (one executemany per
-100 items), each stage still logging its own line per item.
+100 items), and the item gets one log line that gives every stage's outcome
+(observe/events.py `one_line_for_stages`; a new item gets no fetch line).
 
 Downloads can be spread over processes (pipeline/shard_processes.py): the
 interpreter, not the network, is what runs out first on thousands of small
@@ -70,7 +71,7 @@ def fetch_list(config: CrawlConfig, source: Source, window: DayWindow, workers: 
     runtime = _list_runtime(config, threads)
     summary = ListSummary()
     try:
-        discover(runtime, source, window)
+        discover(runtime, source, window, new_item_lines=False)
     except CrawlError as error:
         summary.feed_error = f"{error.error_class.value}: {error.message}"
     if processes > 1:
