@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allow-host", action="append", default=None,
                         help="as fetch-urls' (default: the feed's origin)")
     parser.add_argument("--detail", type=int, default=0, help="also list the N costliest functions of `other`")
+    parser.add_argument("--dump", help="also write the threads' profiles, merged, to this pstats file")
     args = parser.parse_args(argv)
 
     started = os.times()
@@ -106,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             concern = concern_of(entry.code)
             by_concern[concern] += entry.inlinetime
             if concern == OTHER:
-                code = entry.code
-                others[code if isinstance(code, str) else f"{code.co_filename}:{code.co_name}"] += entry.inlinetime
+                where = entry.code
+                others[where if isinstance(where, str) else f"{where.co_filename}:{where.co_name}"] += entry.inlinetime
     profiled = sum(by_concern.values())
     total = (ended.user - started.user) + (ended.system - started.system)
     print(f"fetch-urls {args.feed}: exit {code}; process CPU {total:.2f} s (user+sys, profiler included)")
@@ -119,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {concern} | {seconds:.2f} | {seconds / (profiled + import_cpu):.0%} |")
     for where, seconds in sorted(others.items(), key=lambda pair: -pair[1])[:args.detail]:
         print(f"  other: {seconds:.3f} s  {where}")
+    if args.dump:
+        import pstats
+
+        pstats.Stats(*profiles).dump_stats(args.dump)  # the threads have ended: their profiles only read
     return code
 
 
