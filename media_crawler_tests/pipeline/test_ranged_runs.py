@@ -1,0 +1,93 @@
+"""Runs that carry several shards (issue 28): Dagster's cost of a run is paid once for
+`partitions.shards_per_run` partitions, and each partition still succeeds or fails on its own."""
+from __future__ import annotations
+
+import pytest
+import yaml
+from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter
+
+from media_crawler.commands.crawl import crawl
+from media_crawler.config import config_from_dict, load_config
+from media_crawler.defs.partitions import crawl_partitions
+from media_crawler.platforms.registry import parse_source
+from media_crawler.shards import partitions_of_run
+from media_crawler_sim import Simulator
+from media_crawler_sim.scale import WorldSize
+from media_crawler_sim.scale.truth import iter_sources
+
+SHARDS = 32
+PER_RUN = 4
+# One post with one part a day per uploader: the cheapest world that has work in every shard.
+TINY = WorldSize(bilibili_users=300, weibo_users=0, facebook_pages=0, url_lists=0, posts_per_day=1, media_per_post=1)
+MISSING_MID = 999_999_999  # no such uploader in the generated world: its feed fails (-404)
+
+
+def one_source_a_shard(entries: list[dict], layout) -> list[dict]:
+    """The first source of each shard, until every shard holds one."""
+    chosen: dict[str, dict] = {}
+    for entry in entries:
+        chosen.setdefault(layout.shard_of(parse_source("bilibili", entry["bilibili"])), entry)
+    assert len(chosen) == SHARDS, f"the world's uploaders fill only {len(chosen)} of {SHARDS} shards"
+    return list(chosen.values())
+
+
+@pytest.fixture
+def instance():
+    with DagsterInstance.ephemeral() as inst:
+        yield inst
+
+
+def test_one_day_of_32_shards_is_crawled_in_at_most_8_runs_and_a_failing_source_reds_only_its_partition(
+        crawl_home, instance):
+    partitions = {"shards": {"bilibili": SHARDS}, "shards_per_run": PER_RUN}
+    layout = config_from_dict({"partitions": partitions}).layout
+    with Simulator(seed=3, port=0, days=1, size=TINY) as sim:
+        [day] = sim.truth()["days"]
+        path = sim.write_sources(crawl_home.parent / "world.yaml")
+        data = yaml.safe_load(path.read_text())
+        broken = {"bilibili": f"user {MISSING_MID}"}
+        broken_key = parse_source("bilibili", broken["bilibili"]).key
+        broken_shard = layout.shard_of(broken_key)
+        data["sources"] = [*one_source_a_shard(data["sources"], layout), broken]
+        for settings in data["platforms"].values():
+            settings.update(rate=1000, burst=1000)
+        data.update(partitions=partitions, store=str(crawl_home / "store"),
+                    ledger_url=f"sqlite:///{crawl_home / 'ledger.db'}")
+        crawl_home.mkdir(parents=True, exist_ok=True)
+        config_path = crawl_home / "sources.yaml"
+        config_path.write_text(yaml.safe_dump(data))
+
+        outcome = crawl(config_path, [day], instance=instance)
+
+    runs = [record.dagster_run for record in instance.get_run_records(RunsFilter())]
+    assert len(runs) <= SHARDS // PER_RUN, f"{len(runs)} runs for {SHARDS} partitions"
+    covered = [key for run in runs for key in partitions_of_run(run.tags)]
+    assert sorted(covered) == sorted(f"{day}|{shard}" for shard in layout.shard_keys()
+                                     if shard.startswith("bilibili-")), "each partition in exactly one run"
+
+    # Every partition was worked and reported on its own; only the broken source's is red.
+    assert len(outcome.partitions) == SHARDS
+    failed = {partition.shard: partition for partition in outcome.partitions if not partition.success}
+    assert set(failed) == {broken_shard}, {shard: p.error for shard, p in failed.items()}
+    assert broken_key in failed[broken_shard].error and broken_shard in failed[broken_shard].error
+    [failed_run] = [run for run in runs if run.status == DagsterRunStatus.FAILURE]
+    assert len(partitions_of_run(failed_run.tags)) > 1, "the broken partition shared its run with healthy ones"
+
+    # Dagster's own record agrees: every partition of the day materialized but that one, which is failed.
+    keys = [f"{day}|{shard}" for shard in layout.shard_keys() if shard.startswith("bilibili-")]
+    defs = crawl_partitions(load_config(config_path).layout)
+    status = instance.get_status_by_partition(AssetKey("committed_media"), keys, defs)
+    red = {key for key, value in status.items() if value is not None and value.value == "FAILED"}
+    green = {key for key, value in status.items() if value is not None and value.value == "MATERIALIZED"}
+    assert red == {f"{day}|{broken_shard}"}, red
+    assert green == set(keys) - red
+    # Upstream stages materialized every partition, the broken one too (its feed failure is data, not a crash).
+    assert set(instance.get_materialized_partitions(AssetKey("media_records"))) == set(keys)
+
+    # The broken source is named in its own partition's metadata, and only there.
+    records = instance.fetch_materializations(AssetKey("media_records"), limit=100).records
+    failing = {str(r.partition_key): r.asset_materialization.metadata["sources_failed"].value for r in records}
+    assert {key for key, count in failing.items() if count} == {f"{day}|{broken_shard}"}
+    [row] = next(r for r in records if str(r.partition_key) == f"{day}|{broken_shard}") \
+        .asset_materialization.metadata["failed_sources"].value.records
+    assert row.data["source"] == broken_key
