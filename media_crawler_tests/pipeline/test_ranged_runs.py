@@ -2,6 +2,8 @@
 `partitions.shards_per_run` partitions, and each partition still succeeds or fails on its own."""
 from __future__ import annotations
 
+import io
+
 import pytest
 import yaml
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter
@@ -91,3 +93,13 @@ def test_one_day_of_32_shards_is_crawled_in_at_most_8_runs_and_a_failing_source_
     [row] = next(r for r in records if str(r.partition_key) == f"{day}|{broken_shard}") \
         .asset_materialization.metadata["failed_sources"].value.records
     assert row.data["source"] == broken_key
+
+    # What rerun-failed and the sensor read: only the red partition failed, though its run held others.
+    from media_crawler.commands.rerun_failed import rerun
+    from media_crawler.recovery.runs import failed_partitions
+
+    assert [(p.partition, p.run_id) for p in failed_partitions(instance)] == [(f"{day}|{broken_shard}", failed_run.run_id)]
+    said = io.StringIO()
+    rerun(str(config_path), instance=instance, dry_run=True, out=said)
+    assert [line for line in said.getvalue().splitlines() if line.startswith("would re-run")] == [
+        f"would re-run {day} {broken_shard}: latest run {failed_run.run_id[:8]} failed"], said.getvalue()
