@@ -39,8 +39,37 @@ def instance():
         yield inst
 
 
+def schedule_then_launch_one(config_path, day: str, instance, monkeypatch):
+    """The daily schedule's requests for `day`; the first is executed as the daemon would,
+    through the code location's crawl job (its partitioned config, its resources)."""
+    from datetime import datetime, time, timedelta, timezone
+
+    from dagster import build_schedule_context
+
+    from media_crawler.definitions import build_definitions
+    from media_crawler.defs.resources import crawl_resources
+    from media_crawler.environment import CONFIG_ENV
+
+    monkeypatch.setenv(CONFIG_ENV, str(config_path))
+    defs = build_definitions(load_config(config_path).layout)
+    tick = datetime.combine(date_of(day) + timedelta(days=1), time(0, 30), tzinfo=timezone.utc)
+    with build_schedule_context(instance=instance, scheduled_execution_time=tick,
+                                resources=crawl_resources(str(config_path))) as context:
+        requests = list(defs.get_schedule_def("daily_crawl_schedule")(context))
+    first = requests[0]
+    result = defs.resolve_job_def("crawl").execute_in_process(instance=instance, tags=first.tags,
+                                                              raise_on_error=False)
+    return requests, first, result
+
+
+def date_of(day: str):
+    from datetime import date
+
+    return date.fromisoformat(day)
+
+
 def test_one_day_of_32_shards_is_crawled_in_at_most_8_runs_and_a_failing_source_reds_only_its_partition(
-        crawl_home, instance):
+        crawl_home, instance, monkeypatch):
     partitions = {"shards": {"bilibili": SHARDS}, "shards_per_run": PER_RUN}
     layout = config_from_dict({"partitions": partitions}).layout
     with Simulator(seed=3, port=0, days=1, size=TINY) as sim:
@@ -60,8 +89,21 @@ def test_one_day_of_32_shards_is_crawled_in_at_most_8_runs_and_a_failing_source_
         config_path.write_text(yaml.safe_dump(data))
 
         outcome = crawl(config_path, [day], instance=instance)
+        scheduled = schedule_then_launch_one(config_path, day, instance, monkeypatch)
 
-    runs = [record.dagster_run for record in instance.get_run_records(RunsFilter())]
+    # The schedule asks for the same runs; one of them, run through the crawl job, commits its range.
+    requests, first, result = scheduled
+    assert len(requests) == SHARDS // PER_RUN and all(r.partition_key is None for r in requests)
+    assert sorted(k for r in requests for k in partitions_of_run(r.tags)) == sorted(
+        f"{day}|{shard}" for shard in layout.shard_keys() if shard.startswith("bilibili-"))
+    assert all(r.tags["media_crawler/platform"] == "bilibili" for r in requests)
+    assert result.success
+    assert sorted(str(m.partition) for m in result.asset_materializations_for_node("committed_media")) == \
+        partitions_of_run(first.tags)
+    scheduled_run = result.run_id
+
+    runs = [record.dagster_run for record in instance.get_run_records(RunsFilter()) if record.dagster_run.run_id
+            != scheduled_run]
     assert len(runs) <= SHARDS // PER_RUN, f"{len(runs)} runs for {SHARDS} partitions"
     covered = [key for run in runs for key in partitions_of_run(run.tags)]
     assert sorted(covered) == sorted(f"{day}|{shard}" for shard in layout.shard_keys()
