@@ -173,9 +173,11 @@ RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 
-def partitions_of_run(tags: Mapping[str, str]) -> list[str]:
+def partitions_of_run(tags: Mapping[str, str], shard_order: Sequence[str] | None = None) -> list[str]:
     """The partition keys ('day|shard') a run carries, from its tags: one, a range (days x
-    shards: Dagster's range of a two-dimension partition is a rectangle), or none."""
+    shards: Dagster's range of a two-dimension partition is a rectangle), or none.
+    `shard_order`: the layout's shard keys, for a range a person launched across platforms
+    (ours never cross one; without the order such a range reads as its two ends)."""
     if tags.get(PARTITION_TAG):
         return [tags[PARTITION_TAG]]
     start, end = tags.get(RANGE_START_TAG, ""), tags.get(RANGE_END_TAG, "")
@@ -190,7 +192,11 @@ def partitions_of_run(tags: Mapping[str, str]) -> list[str]:
     while day <= last:
         days.append(day.isoformat())
         day = date.fromordinal(day.toordinal() + 1)
-    return [f"{day}|{shard}" for day in days for shard in shards_between(first_shard, last_shard)]
+    shards = shards_between(first_shard, last_shard)
+    if not shards and shard_order and first_shard in shard_order and last_shard in shard_order:
+        shards = list(shard_order)[list(shard_order).index(first_shard):list(shard_order).index(last_shard) + 1]
+    shards = shards or [first_shard, last_shard]
+    return [f"{day}|{shard}" for day in days for shard in dict.fromkeys(shards)]
 
 
 def range_tags(day: str, shards: Sequence[str]) -> dict[str, str]:

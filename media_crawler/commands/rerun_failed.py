@@ -66,7 +66,7 @@ def plan_reruns(instance, config, since: timedelta) -> tuple[list[Rerun], list[s
 
     known = {source.key for source in config.sources}
     shards = set(config.layout.group(known))
-    busy = in_flight_partitions(instance)
+    busy = in_flight_partitions(instance, config.layout.shard_keys())
     plans: dict[tuple[str, str], Rerun] = {}
     notes: list[str] = []
 
@@ -79,7 +79,7 @@ def plan_reruns(instance, config, since: timedelta) -> tuple[list[Rerun], list[s
         else:
             plans.setdefault((shard, day), Rerun(shard, day)).reasons.append(reason)
 
-    for failed in failed_partitions(instance, datetime.now(timezone.utc) - since):
+    for failed in failed_partitions(instance, datetime.now(timezone.utc) - since, config.layout.shard_keys()):
         if "|" not in failed.partition or not is_shard_key(failed.partition.split("|", 1)[1]):
             continue  # a run of a per-source partition, before `upgrade-home`
         shard, window = split_partition_key(failed.partition)

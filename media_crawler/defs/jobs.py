@@ -151,7 +151,7 @@ def build_automation(layout: PartitionLayout, crawl_job) -> list:
             if source_key in configured:
                 pair = (config.layout.shard_of(source_key), day)
                 shards[pair] = shards.get(pair, 0) + count
-        in_flight = {tuple(reversed(key.split("|", 1))) for key in in_flight_partitions(context.instance)}
+        in_flight = {tuple(reversed(key.split("|", 1))) for key in in_flight_partitions(context.instance, config.layout.shard_keys())}
         unfinished = sorted(shards, key=lambda pair: (pair[1], pair[0]))
         due, state = rerequest.plan_rerequests(unfinished, json.loads(context.cursor or "{}"), rerequest.clock(),
                                                registered={shard for shard, _day in unfinished}, in_flight=in_flight)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -94,11 +95,12 @@ def fail_dead_runs(instance: DagsterInstance) -> list[DagsterRun]:
     return failed
 
 
-def in_flight_partitions(instance: DagsterInstance) -> set[str]:
+def in_flight_partitions(instance: DagsterInstance, shard_order: Sequence[str] | None = None) -> set[str]:
     """Partitions with a run queued or running: never start a second one beside it.
-    A run of a range of partitions holds every partition of the range."""
+    A run of a range of partitions holds every partition of the range (`shard_order`: the
+    layout's shard keys, for a range launched across platforms: shards.py partitions_of_run)."""
     records = instance.get_run_records(RunsFilter(statuses=list(IN_FLIGHT)))
-    return {key for record in records for key in partitions_of_run(record.dagster_run.tags)}
+    return {key for record in records for key in partitions_of_run(record.dagster_run.tags, shard_order)}
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,8 @@ class FailedPartition:
     run_id: str  # the failed run that named it
 
 
-def failed_partitions(instance: DagsterInstance, since: datetime | None = None) -> list[FailedPartition]:
+def failed_partitions(instance: DagsterInstance, since: datetime | None = None,
+                      shard_order: Sequence[str] | None = None) -> list[FailedPartition]:
     """Partitions whose latest run failed (runs updated after `since`).
 
     A partition that failed and then succeeded, or is running again, is not
@@ -118,7 +121,7 @@ def failed_partitions(instance: DagsterInstance, since: datetime | None = None) 
     latest: dict[str, DagsterRun] = {}
     # Newest first: the first run met for a partition is its latest (a later run is updated later too).
     for record in instance.get_run_records(RunsFilter(updated_after=since)):
-        for key in partitions_of_run(record.dagster_run.tags):
+        for key in partitions_of_run(record.dagster_run.tags, shard_order):
             latest.setdefault(key, record.dagster_run)
     found: dict[str, FailedPartition] = {}
     committed_by_run: dict[str, set[str]] = {}

@@ -12,7 +12,7 @@ from media_crawler.commands.crawl import crawl
 from media_crawler.config import config_from_dict, load_config
 from media_crawler.defs.partitions import crawl_partitions
 from media_crawler.platforms.registry import parse_source
-from media_crawler.shards import partitions_of_run
+from media_crawler.shards import RANGE_END_TAG, RANGE_START_TAG, partitions_of_run, range_tags, run_ranges
 from media_crawler_sim import Simulator
 from media_crawler_sim.scale import WorldSize
 from media_crawler_sim.scale.truth import iter_sources
@@ -31,6 +31,24 @@ def one_source_a_shard(entries: list[dict], layout) -> list[dict]:
         chosen.setdefault(layout.shard_of(parse_source("bilibili", entry["bilibili"])), entry)
     assert len(chosen) == SHARDS, f"the world's uploaders fill only {len(chosen)} of {SHARDS} shards"
     return list(chosen.values())
+
+
+def test_a_run_holds_consecutive_shards_of_one_platform_and_steps_only_over_shards_without_sources():
+    layout = config_from_dict({"partitions": {"shards": {"bilibili": 10, "weibo": 3}, "shards_per_run": 3}}).layout
+    b, w = (lambda i: f"bilibili-s{i:02d}"), (lambda i: f"weibo-s{i:02d}")
+    wanted = [b(0), b(2), b(3), b(4), b(5), b(9), w(0), w(2)]
+    holding = [*wanted, w(1)]  # bilibili-s01 holds no source; weibo-s01 holds one that was not asked for
+    assert run_ranges(layout, wanted, holding) == [
+        (b(0), b(1), b(2)), (b(3), b(4), b(5)), (b(9),), (w(0),), (w(2),)]
+    assert run_ranges(config_from_dict({"partitions": {"shards_per_run": 1}}).layout, [b(0), b(1)], [b(0), b(1)]) == [
+        (b(0),), (b(1),)]
+    # What a run's tags say it carries (in-flight and failed-partition detection read this).
+    assert partitions_of_run(range_tags("2026-11-25", [b(8), b(9)])) == ["2026-11-25|bilibili-s08",
+                                                                         "2026-11-25|bilibili-s09"]
+    assert partitions_of_run({"dagster/partition": "2026-11-25|weibo-s01"}) == ["2026-11-25|weibo-s01"]
+    across = {RANGE_START_TAG: "2026-11-25|bilibili-s09", RANGE_END_TAG: "2026-11-26|weibo-s00"}
+    assert partitions_of_run(across, layout.shard_keys()) == [
+        "2026-11-25|bilibili-s09", "2026-11-25|weibo-s00", "2026-11-26|bilibili-s09", "2026-11-26|weibo-s00"]
 
 
 @pytest.fixture
