@@ -22,10 +22,9 @@ from dagster import DagsterRun, QueuedRunCoordinator, SubmitRunContext
 
 from media_crawler.deploy.workers import PLATFORM_TAG
 from media_crawler.store.dagster_private import coordinator_instance
-from media_crawler.shards import RANGE_START_TAG, is_shard_key, shard_platform
+from media_crawler.shards import PARTITION_TAG, RANGE_START_TAG, is_shard_key, shard_platform
 
-# Dagster's tags for a run of one multi-partition key ("day|shard") and its dimensions.
-PARTITION_TAG = "dagster/partition"
+# Dagster's tag for a dimension of a run's multi-partition key (shards.py has the others).
 SHARD_DIMENSION_TAG = "dagster/partition/shard"
 
 

@@ -30,12 +30,11 @@ from typing import Any, Callable
 
 from media_crawler.environment import environment_value
 from media_crawler.platforms.registry import names as platform_names
-from media_crawler.shards import RANGE_START_TAG, partitions_of_run
+from media_crawler.shards import PARTITION_TAG, RANGE_START_TAG, partitions_of_run
 from media_crawler.store.dagster_private import STEP_EVENT_KINDS, RunRow, SqlRunStorage
 from media_crawler.store.reports.delays import DELAY_BUCKETS, DELAY_WINDOW_S, _round, percentile
 
 PLATFORM_TAG = "media_crawler/platform"  # deploy/workers.py
-PARTITION_TAG = "dagster/partition"  # 'day|source_key'
 SOURCE_TAG = "media_crawler/source"  # runs of `media-crawler crawl`
 STEP_STAGES = {"media_records": "fetch", "media_downloads": "download", "verified_media": "verify",
                "committed_media": "commit"}

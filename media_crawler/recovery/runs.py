@@ -26,10 +26,9 @@ from datetime import datetime
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
 from media_crawler.pipeline.liveness import is_dead, process_token
-from media_crawler.shards import partitions_of_run
+from media_crawler.shards import PARTITION_TAG, partitions_of_run
 
 PROCESS_TAG = "media_crawler/process"
-PARTITION_TAG = "dagster/partition"
 COMMITTED_ASSET = "committed_media"  # a partition is done when this, the last stage, materialized it
 IN_FLIGHT = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
              DagsterRunStatus.STARTED)

@@ -46,6 +46,12 @@ def test_a_ranged_run_holds_every_partition_of_its_range_in_flight(instance):
     assert in_flight_partitions(instance) == {"2026-11-25|bilibili-s02", "2026-11-25|bilibili-s03",
                                               "2026-11-25|bilibili-s04", "2026-11-25|bilibili-s05",
                                               "2026-11-25|weibo-s01"}
+    # `status` and the wait summary read the same (observe/dagster_runs.py).
+    from media_crawler.observe.dagster_runs import runs_in_flight
+
+    view = runs_in_flight(instance)
+    assert view.running_partitions == in_flight_partitions(instance)
+    assert view.running == {"bilibili": 1, "weibo": 1}
 
 
 def test_a_partition_of_a_failed_range_run_since_succeeded_alone_is_not_failed(instance):
