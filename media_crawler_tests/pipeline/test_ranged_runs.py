@@ -6,7 +6,7 @@ import io
 
 import pytest
 import yaml
-from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import AssetKey, DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
 from media_crawler.commands.crawl import crawl
 from media_crawler.config import config_from_dict, load_config
@@ -163,3 +163,58 @@ def test_one_day_of_32_shards_is_crawled_in_at_most_8_runs_and_a_failing_source_
     rerun(str(config_path), instance=instance, dry_run=True, out=said)
     assert [line for line in said.getvalue().splitlines() if line.startswith("would re-run")] == [
         f"would re-run {day} {broken_shard}: latest run {failed_run.run_id[:8]} failed"], said.getvalue()
+
+
+def test_a_range_may_hold_a_shard_without_sources_and_it_is_simply_done(crawl_home, simulator, instance):
+    from media_crawler.commands.partition_runs import PartitionJob, PartitionRunner, RunJob
+    from media_crawler_tests.recovery.support import write_recovery_config
+
+    path = write_recovery_config(crawl_home, simulator, [{"bilibili": "user 12345"}],
+                                 partitions={"shards": {"bilibili": 2}, "shards_per_run": 2})
+    config = load_config(path)
+    [held] = config.layout.group(["bilibili-12345"])
+    day = "2026-11-27"
+    crawl(path, [day], instance=instance, shards=[held])  # registers the source; a run of its one shard
+    runner = PartitionRunner(path, instance)
+    outcomes = runner.run(RunJob(day, tuple(PartitionJob(shard, day, ("bilibili-12345",) if shard == held else ())
+                                            for shard in ("bilibili-s00", "bilibili-s01"))))
+    assert [(o.shard, o.success) for o in outcomes] == [("bilibili-s00", True), ("bilibili-s01", True)], outcomes
+    assert len({o.run_id for o in outcomes}) == 1
+    assert set(instance.get_materialized_partitions(AssetKey("committed_media"))) == {
+        f"{day}|bilibili-s00", f"{day}|bilibili-s01"}
+
+
+def test_an_error_in_one_partition_of_an_earlier_stage_is_named_and_the_others_are_still_worked(
+        crawl_home, simulator, instance, monkeypatch):
+    """The documented limit: Dagster skips the later steps for the whole range, so both
+    partitions are red at committed_media, but the healthy one was verified and the
+    failure names the partition that failed."""
+    from media_crawler.commands.partition_runs import PartitionJob, PartitionRunner, RunJob
+    from media_crawler.defs import assets
+    from media_crawler.errors import CrawlError, ErrorClass
+    from media_crawler_tests.recovery.support import write_recovery_config
+
+    path = write_recovery_config(crawl_home, simulator, [{"bilibili": "user 12345"}],
+                                 partitions={"shards": {"bilibili": 2}, "shards_per_run": 2})
+    [held] = load_config(path).layout.group(["bilibili-12345"])
+    [other] = {"bilibili-s00", "bilibili-s01"} - {held}
+    day = "2026-11-27"
+    crawl(path, [day], instance=instance, shards=[held])
+    verify = assets.verify_partition
+
+    def verify_or_refuse(runtime, sources, window):
+        if not sources:  # the shard without sources stands for a partition whose verification breaks
+            raise CrawlError(ErrorClass.PARSE_ERROR, "a verifier that cannot read its input")
+        return verify(runtime, sources, window)
+
+    monkeypatch.setattr(assets, "verify_partition", verify_or_refuse)
+    outcomes = PartitionRunner(path, instance).run(RunJob(day, tuple(
+        PartitionJob(shard, day, ("bilibili-12345",) if shard == held else ()) for shard in sorted((held, other)))))
+    assert not any(o.success for o in outcomes)
+    for outcome in outcomes:
+        assert f"{other} {day}: parse_error: a verifier that cannot read its input" in outcome.error, outcome.error
+    [run_id] = {o.run_id for o in outcomes}
+    verified = instance.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records
+    assert {(r.event_log_entry.dagster_event.asset_key.to_user_string(), r.event_log_entry.dagster_event.partition)
+            for r in verified if r.event_log_entry.dagster_event.asset_key.to_user_string() == "verified_media"} == {
+        ("verified_media", f"{day}|{held}")}
