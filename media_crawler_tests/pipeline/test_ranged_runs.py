@@ -118,6 +118,12 @@ def test_one_day_of_32_shards_is_crawled_in_at_most_8_runs_and_a_failing_source_
     assert result.success
     assert sorted(str(m.partition) for m in result.asset_materializations_for_node("committed_media")) == \
         partitions_of_run(first.tags)
+    # The checks ran once for the run and say which partition each count is of.
+    checks = {e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data
+              for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+    assert set(checks) == {"committed_media_hashes_match", "committed_media_nothing_gone"}
+    for check in checks.values():
+        assert check.passed and sorted(check.metadata["by_partition"].value) == partitions_of_run(first.tags)
     scheduled_run = result.run_id
 
     runs = [record.dagster_run for record in instance.get_run_records(RunsFilter()) if record.dagster_run.run_id
