@@ -15,7 +15,6 @@ from media_crawler.platforms.registry import parse_source
 from media_crawler.shards import RANGE_END_TAG, RANGE_START_TAG, partitions_of_run, range_tags, run_ranges
 from media_crawler_sim import Simulator
 from media_crawler_sim.scale import WorldSize
-from media_crawler_sim.scale.truth import iter_sources
 
 SHARDS = 32
 PER_RUN = 4
