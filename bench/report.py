@@ -108,8 +108,9 @@ def acceptance(grouped) -> Check:
             f"Small files ({project[0]['files']} x ~{project[0]['bytes'] / project[0]['files'] / 1e3:.0f} KB): "
             f"{rate:.0f} files/s" + (f" against aria2c's {aria_rate:.0f}" if aria else "")
             + f", with {median(project, 'cpu'):.1f} s of CPU; per item the project writes one ledger row "
-              "change (batched, one executemany per 100 items), four JSON log lines (fetch, download, verify, "
-              "commit), an fsynced .part and a hard link into the content-addressed store.")
+              "change (batched, one executemany per 100 items), one JSON log line (every stage's outcome), "
+              "an fsynced .part, a full decode of every image and a hard link into the content-addressed store "
+              "(the store's folders synced once per ledger batch).")
 
     # 3. Fault profiles: 408/0/0, no slower than req_pool8_retry_app, server bytes < 1.15x corpus.
     for tag in ("f503", "fmix"):
@@ -166,8 +167,9 @@ def table(grouped) -> list[str]:
 NOTES = """What the project does per file that the peers do not, and what it cost when measured
 (2026-11-30, a 2-core AMD EPYC VM, ext4 without a journal; perf, strace, py-spy and interleaved
 A/B runs of fetch-urls on the main set; seconds vary by +-10% from minute to minute here):
-- durability: every .part is fsynced before it is linked into the store, the store folder after
-  the link, and the parent of a folder the link had to make. The peers leave their bytes in the
+- durability: every .part is fsynced before it is linked into the store; the links' folders (and
+  the parents of folders a link had to make) reach the disk in one syncfs before the ledger batch
+  that records them (since issue 31; a folder fsync per file before). The peers leave their bytes in the
   page cache and exit. fetch-urls hands each MiB to the kernel for writing as it arrives and keeps
   at most half the workers on large files while small ones remain, so the disk writes while the
   interpreter works. Skipping every fsync (a measurement, not an option) saved 0.17 s of 1.88 s;
@@ -181,9 +183,9 @@ A/B runs of fetch-urls on the main set; seconds vary by +-10% from minute to min
   run's CPU samples, mkdir alone 12%. A one-level layout measured 0.18 s faster (1.93 -> 1.75 s,
   8 interleaved runs each) and was not adopted: the layout is the store's format;
 - per item in Python, with the GIL shared by the download threads: the HTTP exchange (urllib3
-  and http.client), four JSON log lines (fetch, download, verify, commit), ledger rows (batched:
-  one executemany per 100 items), verification (size, announced sha256, magic bytes, image
-  header and decompression-bomb guard, MP4 box walk).
+  and http.client), one JSON log line (four before issue 31: fetch, download, verify, commit),
+  ledger rows (batched: one executemany per 100 items), verification (size, announced sha256,
+  magic bytes, image header and decompression-bomb guard, full decode of every image, MP4 box walk).
 fetch-urls spreads the downloads over one forked process per core (2 here, `--processes`), since
 with all of the above in Python one process runs out of CPU before the network does.
 The fault profiles are where this pays: every cut body is resumed with Range/If-Range instead of
