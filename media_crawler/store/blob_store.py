@@ -98,6 +98,19 @@ class BlobStore(Protocol):
         them right, hash the file to find out. A store that copies on put answers None."""
 
 
+@runtime_checkable
+class UnfinishedUploads(Protocol):
+    """A store whose puts can leave invisible, costly leftovers when a worker is killed
+    mid-put (an object store's multipart uploads): reconcile lists and aborts them. A
+    filesystem store's leftovers are staged files, which `iter_parts` lists already."""
+
+    def unfinished_uploads(self, older_than_s: float = 0.0) -> list[tuple[str, str]]:
+        """(where, upload id) of the uploads begun more than `older_than_s` ago and never finished."""
+
+    def abort_upload(self, where: str, upload_id: str) -> None:
+        """Drop an unfinished upload (gone already: no error)."""
+
+
 def stream_sha256(stream: BinaryIO) -> str:
     digest = hashlib.sha256()
     while chunk := stream.read(CHUNK):

@@ -294,9 +294,9 @@ class S3BlobStore(BlobStore):
             raise self._error(exc, "list uploads") from None
         return found
 
-    def abort_upload(self, key: str, upload_id: str) -> None:
+    def abort_upload(self, where: str, upload_id: str) -> None:
         try:
-            self.client.abort_multipart(self.bucket, key, upload_id)
+            self.client.abort_multipart(self.bucket, where, upload_id)
         except (S3Error, S3Unreachable) as exc:
             raise self._error(exc, "abort an upload") from None
 
