@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import random
 import threading
 import time
@@ -79,7 +80,10 @@ class S3Client:
     @property
     def session(self) -> requests.Session:
         session = getattr(self._local, "session", None)
-        if session is None:
+        if session is None or self._local.pid != os.getpid():
+            # A forked shard process (fetch-urls --processes) must not reuse its parent's
+            # sockets: a new session, new connections.
+            self._local.pid = os.getpid()
             session = requests.Session()
             session.trust_env = False  # no netrc or proxy guesses: the signed headers are all we send
             adapter = HTTPAdapter(pool_connections=1, pool_maxsize=self._pool_size, max_retries=0)
