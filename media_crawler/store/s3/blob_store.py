@@ -157,6 +157,12 @@ class S3BlobStore(BlobStore):
         sha256 = sha256.lower()
         key = self.key_for(sha256)
         try:
+            if not staged.exists():
+                # A crash after the upload and its staged file's removal, before the ledger
+                # heard: the object is the commit (as a filesystem store's link would be).
+                head = self.client.head_object(self.bucket, key)
+                if head is not None and head.metadata.get(SHA256_META, sha256) == sha256:
+                    return StoredBlob(sha256, head.size, created=False)
             if size is None:
                 size = staged.stat().st_size
             for attempt in range(1, CONFLICT_ATTEMPTS + 1):

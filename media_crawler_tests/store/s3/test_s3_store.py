@@ -176,3 +176,17 @@ def test_an_unreachable_endpoint_is_one_connection_error(tmp_path, monkeypatch):
         S3BlobStore(client, parse_uri("s3://some-bucket/p"), tmp_path).ensure()
     assert raised.value.error_class is ErrorClass.CONNECTION_REFUSED
     assert "s3://some-bucket" in raised.value.message
+
+
+def test_a_put_whose_staged_file_went_after_the_upload_finds_the_object(s3_server, tmp_path):
+    """Killed after the upload and the staged file's removal, before the ledger heard: the
+    next commit of the row finds its object (as a filesystem store finds its link)."""
+    store = open_store(s3_server, tmp_path)
+    data = b"uploaded, then the process died"
+    digest = hashlib.sha256(data).hexdigest()
+    assert store.put_if_absent(stage(store, "task-1", data), digest).created
+    assert not store.staging_path("task-1").exists()
+    again = store.put_if_absent(store.staging_path("task-1"), digest)
+    assert again == s3_blob_store.StoredBlob(digest, len(data), created=False)
+    with pytest.raises(CrawlError):
+        store.put_if_absent(store.staging_path("task-2"), hashlib.sha256(b"never uploaded").hexdigest())
