@@ -32,7 +32,13 @@ REGION = "us-east-1"
 START_TIMEOUT_S = 60
 
 
+WEED_ENV = "MEDIA_CRAWLER_TEST_WEED"  # another weed binary (a path); a missing path: as if not installed
+
+
 def weed_binary() -> str | None:
+    named = os.environ.get(WEED_ENV)
+    if named:
+        return named if Path(named).is_file() else None
     beside_python = Path(sys.executable).parent / "weed"
     return str(beside_python) if beside_python.is_file() else shutil.which("weed")
 
