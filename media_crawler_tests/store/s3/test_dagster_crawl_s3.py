@@ -5,6 +5,7 @@ it makes no media request and changes no object."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import sys
 
 import yaml
 
+from media_crawler.cli import main as cli_main
 from media_crawler.commands.crawl import crawl
 from media_crawler.commands.rerun_failed import rerun
 from media_crawler.config import load_config
@@ -35,7 +37,7 @@ def bucket_objects(server, uri: str) -> dict[str, int]:
 
 
 def test_a_crawl_into_a_bucket_killed_five_times_converges(crawl_home, simulator, dagster_home, s3_server,  # noqa: F811
-                                                           monkeypatch):
+                                                           monkeypatch, capsys):
     for name, value in s3_server.environment.items():
         monkeypatch.setenv(name, value)
     uri = s3_server.new_uri()
@@ -74,3 +76,12 @@ def test_a_crawl_into_a_bucket_killed_five_times_converges(crawl_home, simulator
     assert not outcome.failed
     assert media_requests(simulator) == before, "a crawl after it makes no media request"
     assert bucket_objects(s3_server, uri) == objects
+
+    # export names each blob by its object; status says its disk line is the staging disk.
+    capsys.readouterr()
+    assert cli_main(["export", "--config", str(path)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {row["path"] for row in rows} == {f"s3://{bucket}/{key}" for key in objects}
+    assert cli_main(["status", "--config", str(path), "--json", "--no-dagster"]) == 0
+    disk = json.loads(capsys.readouterr().out)["disk"]
+    assert disk["store"] == uri and disk["path"] == str(config.store_root)
