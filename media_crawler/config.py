@@ -244,10 +244,10 @@ def _layout(raw: Any, path: Path | None) -> PartitionLayout:
 
 def _store_url(value: str | None, path: Path | None) -> str | None:
     """`store: s3://BUCKET/PREFIX`, checked; None for a folder."""
-    from media_crawler.store.s3.settings import is_s3_uri, parse_uri
+    if not (value or "").startswith("s3://"):
+        return None  # a folder: the S3 modules stay unimported
+    from media_crawler.store.s3.settings import parse_uri
 
-    if not is_s3_uri(value):
-        return None
     try:
         return str(parse_uri(value))
     except ValueError as exc:
