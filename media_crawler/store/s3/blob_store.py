@@ -19,6 +19,7 @@ a re-run after a crash). The staged file is removed only once the object is conf
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -64,7 +65,7 @@ class S3BlobStore(BlobStore):
         """Check the bucket answers to our keys (one line naming what is wrong, before any
         download), and make the local staging folder."""
         try:
-            self.client.head_bucket(self.bucket)
+            self.client.head_bucket(self.bucket, self._key(BLOBS) + "/")
         except (S3Error, S3Unreachable) as exc:
             raise self._error(exc, "open the store") from None
         self.staging.mkdir(parents=True, exist_ok=True)
@@ -121,7 +122,7 @@ class S3BlobStore(BlobStore):
             raise self._error(exc, "read") from None
         except S3Unreachable as exc:
             raise self._error(exc, "read") from None
-        return _ObjectStream(response)
+        return _ObjectStream(response, self.location(sha256))
 
     @contextmanager
     def local_file(self, sha256: str) -> Iterator[Path]:
@@ -180,7 +181,7 @@ class S3BlobStore(BlobStore):
         except (S3Error, S3Unreachable) as exc:
             raise self._error(exc, "commit") from None
         except OSError as exc:
-            raise CrawlError(ErrorClass.DISK_FULL if exc.errno in (28, 122) else ErrorClass.STORAGE_ERROR,
+            raise CrawlError(ErrorClass.DISK_FULL if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ErrorClass.STORAGE_ERROR,
                              f"commit: {exc.strerror or exc}") from None
         staged.unlink(missing_ok=True)
         return StoredBlob(sha256, size, created=created)
@@ -367,14 +368,20 @@ def s3_crawl_error(exc: Exception, doing: str) -> CrawlError:
 
 
 class _ObjectStream:
-    """A GET's body as a readable binary stream; closing it releases the connection."""
+    """A GET's body as a readable binary stream; closing it releases the connection. A body
+    cut short (a reset, a timeout, fewer bytes than announced) is a classified error."""
 
-    def __init__(self, response) -> None:
+    def __init__(self, response, where: str) -> None:
         self._response = response
         self._raw = response.raw
+        self._where = where
 
     def read(self, size: int = -1) -> bytes:
-        return self._raw.read(None if size is None or size < 0 else size)
+        try:
+            return self._raw.read(None if size is None or size < 0 else size)
+        except Exception as exc:  # urllib3's ProtocolError, ReadTimeoutError, IncompleteRead
+            raise CrawlError(ErrorClass.CONNECTION_RESET,
+                             f"read {self._where}: the body was cut short ({type(exc).__name__})") from None
 
     def readable(self) -> bool:
         return True

@@ -178,9 +178,11 @@ class S3Client:
             if root.findtext(f"{_NS}IsTruncated") != "true" or not token:
                 return
 
-    def head_bucket(self, bucket: str) -> None:
-        """Raises S3Error (404 NoSuchBucket, 403 AccessDenied/InvalidAccessKeyId/...) or S3Unreachable."""
-        self.request("GET", bucket, query={"list-type": "2", "max-keys": "1"})
+    def head_bucket(self, bucket: str, prefix: str = "") -> None:
+        """The bucket answers to our keys (a listing of at most one key under `prefix`, so a
+        policy scoped to the prefix passes). Raises S3Error (404 NoSuchBucket, 403
+        AccessDenied/InvalidAccessKeyId/...) or S3Unreachable."""
+        self.request("GET", bucket, query={"list-type": "2", "max-keys": "1", "prefix": prefix})
 
     # -- multipart --------------------------------------------------------------------
     def create_multipart(self, bucket: str, key: str, headers: Mapping[str, str]) -> str:
