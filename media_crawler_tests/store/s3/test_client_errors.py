@@ -26,7 +26,7 @@ class Scripted:
     """Answers each request with the next (status, S3 error code) of a script, then 200."""
 
     def __init__(self, script: list[tuple[int, str]]) -> None:
-        self.script, self.seen = list(script), 0
+        self.script, self.seen, self.puts = list(script), 0, []
         scripted = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -44,6 +44,11 @@ class Scripted:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            def do_PUT(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                scripted.puts.append(self.headers.get("If-None-Match"))
+                self.do_GET()
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -87,6 +92,19 @@ def test_refusals_are_not_retried_and_name_the_bucket(tmp_path, code, error_clas
         server.store(tmp_path).ensure()
     assert raised.value.error_class is error_class and server.seen == 1
     assert "s3://scripted-bucket" in raised.value.message and code in raised.value.message
+
+
+def test_a_conditional_write_conflict_is_tried_again(tmp_path):
+    """409 ConditionalRequestConflict: another conditional write on the key was in flight; put again."""
+    import hashlib
+
+    server = Scripted([(409, "ConditionalRequestConflict")])
+    store = server.store(tmp_path)
+    store.staging.mkdir(parents=True)
+    staged = store.staging_path("task-1")
+    staged.write_bytes(b"conflicted")
+    stored = store.put_if_absent(staged, hashlib.sha256(b"conflicted").hexdigest())
+    assert stored.created and server.puts == ["*", "*"] and not staged.exists()
 
 
 @pytest.fixture
