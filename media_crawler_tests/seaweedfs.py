@@ -123,7 +123,8 @@ def start_seaweedfs() -> S3Server:
             server.stop()
             raise RuntimeError(f"weed server exited ({process.returncode}): {tail}")
         try:
-            server.client().request("PUT", server.bucket)  # the S3 gateway answers only once the filer and a volume are up
+            # The S3 gateway answers only once the filer and a volume are up.
+            server.client().request("PUT", server.bucket)
             return server
         except Exception:  # noqa: BLE001 - not up yet
             time.sleep(0.5)

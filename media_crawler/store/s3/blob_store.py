@@ -181,7 +181,8 @@ class S3BlobStore(BlobStore):
         except (S3Error, S3Unreachable) as exc:
             raise self._error(exc, "commit") from None
         except OSError as exc:
-            raise CrawlError(ErrorClass.DISK_FULL if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ErrorClass.STORAGE_ERROR,
+            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            raise CrawlError(ErrorClass.DISK_FULL if full else ErrorClass.STORAGE_ERROR,
                              f"commit: {exc.strerror or exc}") from None
         staged.unlink(missing_ok=True)
         return StoredBlob(sha256, size, created=created)

@@ -221,7 +221,8 @@ class S3Client:
         """(key, upload id, initiated, ISO 8601) of every unfinished multipart upload under `prefix`."""
         markers: dict[str, str] = {}
         while True:
-            root = ET.fromstring(self.request("GET", bucket, query={"uploads": "", "prefix": prefix, **markers}).content)
+            query = {"uploads": "", "prefix": prefix, **markers}
+            root = ET.fromstring(self.request("GET", bucket, query=query).content)
             for upload in root.iter(f"{_NS}Upload"):
                 yield (upload.findtext(f"{_NS}Key") or "", upload.findtext(f"{_NS}UploadId") or "",
                        upload.findtext(f"{_NS}Initiated") or "")
