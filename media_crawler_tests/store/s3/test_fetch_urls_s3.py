@@ -71,6 +71,11 @@ def test_fetch_urls_into_a_bucket_and_again(s3_env, writes, tmp_path, capsys):
     output = capsys.readouterr()
     assert SECRET_KEY not in output.out + output.err
 
+    # reconcile --store finds the fetch-urls ledger of the bucket, and every object re-hashes.
+    assert cli_main(["reconcile", "--store", uri, "--verify-hashes"]) == 0
+    report = capsys.readouterr().out
+    assert f"{FILES} blobs (re-hashed)" in report and "store and ledger agree" in report
+
 
 def test_fetch_urls_in_forked_processes_shares_no_connection(s3_env):
     """--processes 2: each shard process signs and sends on connections of its own."""
