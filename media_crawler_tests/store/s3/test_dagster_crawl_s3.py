@@ -85,3 +85,23 @@ def test_a_crawl_into_a_bucket_killed_five_times_converges(crawl_home, simulator
     assert cli_main(["status", "--config", str(path), "--json", "--no-dagster"]) == 0
     disk = json.loads(capsys.readouterr().out)["disk"]
     assert disk["store"] == uri and disk["path"] == str(config.store_root)
+
+
+def test_a_crawl_into_a_bucket_with_a_wrong_secret_stops_in_one_line_before_any_run(
+        crawl_home, simulator, s3_server, dagster_home, monkeypatch, capsys):  # noqa: F811
+    for name, value in s3_server.environment.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-for-the-crawl")
+    path = write_recovery_config(crawl_home, simulator)
+    data = yaml.safe_load(path.read_text())
+    data["store"] = s3_server.new_uri()
+    path.write_text(yaml.safe_dump(data))
+    before = media_requests(simulator)
+    capsys.readouterr()
+    assert cli_main(["crawl", "--config", str(path), "--day", DAY, "--source", SOURCE]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    failed = [json.loads(line) for line in err if '"command_failed"' in line]
+    assert len(failed) == 1 and failed[0]["error_class"] == "auth", err[-3:]
+    assert "wrong-secret-for-the-crawl" not in "".join(err)
+    assert media_requests(simulator) == before
+    assert list(dagster_home.get_runs()) == [], "no run was started"
