@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.source is None:
         raise ConfigError("restore: --from DIR is required (or --resume / --times with --home)")
     summary = restore(args.source, args.home, ledger_url=args.ledger_url, dagster_pg_url=args.dagster_pg_url,
-                      store=args.store)
+                      store_uri=args.store)
     pause = summary.pause
     print(f"restored into {summary.home} in {summary.restore_s:.1f} s ({summary.blobs} blobs); reconciled in "
           f"{summary.reconcile_s:.1f} s: {summary.reconcile or 'nothing to repair'}", file=sys.stderr)

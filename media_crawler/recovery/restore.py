@@ -85,8 +85,8 @@ class RestoreSummary:
 
 
 def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dagster_pg_url: str | None = None,
-            location_name: str = LOCATION_NAME, store: str | None = None) -> RestoreSummary:
-    """store: an s3://BUCKET/PREFIX to restore the blobs into (an empty one) instead of HOME/store."""
+            location_name: str = LOCATION_NAME, store_uri: str | None = None) -> RestoreSummary:
+    """store_uri: an s3://BUCKET/PREFIX to restore the blobs into (an empty one) instead of HOME/store."""
     from dagster import DagsterInstance
 
     from media_crawler.recovery.reconcile import reconcile
@@ -99,9 +99,9 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
         # A usage error (exit 2, one line), not a failure on the way: nothing was touched.
         raise ConfigError(f"{home} is not empty: restore only into a fresh location (a new or empty --home)")
     started_at, started = time.time(), time.monotonic()
-    store_location = store or home / "store"
-    if store is not None:
-        _check_fresh_bucket(store)
+    store_location = store_uri or home / "store"
+    if store_uri is not None:
+        _check_fresh_bucket(store_uri)
     home.mkdir(parents=True, exist_ok=True)
     store = open_blob_store(store_location, create=True, local_root=home / "store")
     blobs = copy_blobs(open_blob_store(backup_dir / layout.STORE_DIR), store)

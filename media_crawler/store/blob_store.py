@@ -2,7 +2,7 @@
 
 A blob is named by the sha256 of its bytes and is either absent or whole. The
 crawler names blobs only by that hash: where and how they are kept (a folder
-tree on a shared filesystem today, an object store later) is the store's own
+tree on a local or shared filesystem, or an S3 bucket) is the store's own
 knowledge, so no path of a blob is built or passed around outside store/
 (media_crawler_tests/test_architecture.py checks this).
 
@@ -16,8 +16,10 @@ make bytes need files:
   for the length of a `with` block: the blob itself on a filesystem, a
   temporary download from an object store.
 
-The implementation today is store/cas.py `FilesystemBlobStore`; `open_blob_store`
-(store/open_store.py) is the one place that chooses it.
+The implementations are store/cas.py `FilesystemBlobStore` and store/s3/
+`S3BlobStore`; `open_blob_store` (store/open_store.py) is the one place that chooses.
+A store whose puts can leave invisible leftovers (multipart uploads) also keeps
+`UnfinishedUploads`, for reconcile.
 """
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ def test_a_bucket_store_backs_up_to_a_folder_and_restores_into_another_bucket(bu
     manifest = backup(bucket_crawl, None, tmp_path / "backup")
     assert manifest.blobs["copied"] == 3 and manifest.blobs["corrupt"] == []
     target = s3_server.new_uri()
-    summary = restore(tmp_path / "backup", tmp_path / "restored", store=target)
+    summary = restore(tmp_path / "backup", tmp_path / "restored", store_uri=target)
     assert summary.blobs == 3
     restored = load_config(summary.config_path)
     assert restored.store_url == target
@@ -58,5 +58,5 @@ def test_a_bucket_store_backs_up_to_a_folder_and_restores_into_another_bucket(bu
 def test_restore_into_a_bucket_prefix_that_holds_blobs_is_refused(bucket_crawl, tmp_path):
     backup(bucket_crawl, None, tmp_path / "backup")
     with pytest.raises(ConfigError, match="holds blobs already"):
-        restore(tmp_path / "backup", tmp_path / "restored", store=bucket_crawl.store_url)
+        restore(tmp_path / "backup", tmp_path / "restored", store_uri=bucket_crawl.store_url)
     assert not (tmp_path / "restored").exists()
