@@ -55,6 +55,9 @@ class S3Server:
     endpoint: str
     process: subprocess.Popen
     folder: Path
+    # weed names some unix sockets /tmp/seaweedfs-<role>-grpc-<port>.sock whatever TMPDIR
+    # says, and a killed server leaves them: stop() removes them.
+    sockets: tuple[Path, ...] = ()
 
     @property
     def environment(self) -> dict[str, str]:
@@ -88,6 +91,8 @@ class S3Server:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
+        for socket_path in self.sockets:
+            socket_path.unlink(missing_ok=True)
 
 
 class SeaweedFSMissing(RuntimeError):
@@ -112,10 +117,15 @@ def start_seaweedfs() -> S3Server:
         "-filer", f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
         "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", "-s3.port.iceberg=0", "-s3.port.lance=0",
         f"-s3.config={folder / 's3.json'}", "-metricsPort=0",
+        # Its unix sockets in the server's own folder, not /tmp (TMPDIR for the ones without a flag).
+        f"-filer.localSocket={folder / 'filer.sock'}", f"-s3.localSocket={folder / 's3.sock'}",
     ]
     log = open(folder / "weed.log", "wb")  # noqa: SIM115 - the server's own file, closed with the process
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=folder)
-    server = S3Server(f"http://127.0.0.1:{s3}", process, folder)
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=folder,
+                               env={**os.environ, "TMPDIR": str(folder)})
+    sockets = tuple(Path(f"/tmp/seaweedfs-{role}-grpc-{port}.sock") for role, port in (
+        ("master", master_grpc), ("volume", volume_grpc), ("filer", filer_grpc), ("s3", s3_grpc)))
+    server = S3Server(f"http://127.0.0.1:{s3}", process, folder, sockets)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
