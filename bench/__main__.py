@@ -24,6 +24,7 @@ BENCHMARKS = {  # name -> what it measures (each module's docstring says more)
     "ab_config_load": "A/B: a run worker loading sources.yaml, parsed against cached",
     "limits": "the resource bounds the tests used to assert: fetch-urls RSS, the lazy world's heap, a shard walk",
     "ab_round_trips": "A/B: two per-call costs, a ledger round trip and requests' environment settings",
+    "s3_commit": "the S3 store's commit against boto3's upload_file into SeaweedFS (bench/S3_COMMIT.md)",
 }
 
 

@@ -52,10 +52,16 @@ class CrawlOutcome:
 
 def prepare_home(instance, config: CrawlConfig) -> list[str]:
     """Check the home's partition layout and register the configured sources in
-    the ledger (so the registration sensor does not request them again)."""
+    the ledger (so the registration sensor does not request them again). A bucket as
+    the store is checked first: missing, or refusing our keys, it is one line before
+    any run starts (CrawlError)."""
     from media_crawler.pipeline.layout import check_layout
     from media_crawler.store.ledger import Ledger
+    from media_crawler.store.open_store import open_blob_store
     from media_crawler.store.source_state import register_sources
+
+    if config.store_url:
+        open_blob_store(config.store_location, create=True, local_root=config.store_root)
 
     ledger = Ledger(config.ledger_url)
     check_layout(ledger, config, instance=instance)

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from media_crawler.store.ledger import Ledger
 
     config = load_config(args.config)
-    ledger, store = Ledger(config.ledger_url), open_blob_store(config.store_root)
+    ledger, store = Ledger(config.ledger_url), open_blob_store(config.store_location, local_root=config.store_root)
     out = open(args.out, "w") if args.out else sys.stdout
     try:
         count = 0

@@ -131,6 +131,7 @@ def render_text(status: dict) -> str:
         lines.append(f"dagster: not read ({dagster.get('reason') or 'no instance'})")
     disk = status["disk"]
     lines.append(f"disk: {human_bytes(disk['free_bytes'])} free of {human_bytes(disk['total_bytes'])} at {disk['path']}"
+                 + (f" (staging only; blobs in {disk['store']})" if disk.get("store") else "")
                  + ("  BELOW min_free_bytes" if disk["below_minimum"] else ""))
     return "\n".join(lines) + "\n"
 

@@ -56,7 +56,7 @@ class Runtime:
         return cls(
             config=config,
             ledger=ledger if ledger is not None else Ledger(config.ledger_url),
-            store=open_blob_store(config.store_root, create=True),
+            store=open_blob_store(config.store_location, create=True, local_root=config.store_root),
             session=session if session is not None else runtime_session(),
             download_threads=DOWNLOAD_THREADS_PER_WORKER,
         )
