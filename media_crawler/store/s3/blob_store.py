@@ -284,6 +284,9 @@ class S3BlobStore(BlobStore):
         """An upload is durable when the server confirms it: nothing to defer."""
         yield self
 
+    def sync_deferred(self) -> None:
+        """Nothing is ever deferred (see deferred_sync)."""
+
     # -- unfinished uploads (reconcile) -------------------------------------------------
     def unfinished_uploads(self, older_than_s: float = 0.0) -> list[tuple[str, str]]:
         """(key, upload id) of the multipart uploads under the prefix begun more than
