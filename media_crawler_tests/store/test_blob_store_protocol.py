@@ -116,12 +116,15 @@ def test_puts_inside_deferred_sync_are_whole_and_their_staged_names_go_when_it_e
 
 
 def test_sync_deferred_flushes_the_puts_so_far_and_the_block_goes_on_deferring(store):
+    # The filesystem store keeps a put's staged file until the flush that makes its link
+    # durable; an object store's put is durable when the server confirms it, so nothing waits.
+    waits = [["one.part"], ["two.part"]] if isinstance(store, FilesystemBlobStore) else [[], []]
     with store.deferred_sync():
         store.put_if_absent(staged(store, "one", b"first batch"), hashlib.sha256(b"first batch").hexdigest())
-        assert [path.name for path in store.iter_parts()] == ["one.part"], "kept until the flush"
+        assert [path.name for path in store.iter_parts()] == waits[0], "kept until the flush"
         store.sync_deferred()
         assert list(store.iter_parts()) == []
         store.put_if_absent(staged(store, "two", b"second batch"), hashlib.sha256(b"second batch").hexdigest())
-        assert [path.name for path in store.iter_parts()] == ["two.part"], "still deferring after a flush"
+        assert [path.name for path in store.iter_parts()] == waits[1], "still deferring after a flush"
     assert len(list(store.iter_sha256s())) == 2 and list(store.iter_parts()) == []
     store.sync_deferred()  # outside the block: nothing to do
