@@ -48,6 +48,13 @@ EQUIVALENT_FILE = REPO / ".ci" / "mutation-equivalent.txt"
 SURVIVORS_FILE = REPO / ".ci" / "mutation-survivors.txt"
 T = "media_crawler_tests/"
 
+HEALTH_STATE = T + "observe/test_health_state.py"
+HEALTH_TESTS = [HEALTH_STATE + "::" + name for name in (
+    "test_an_outage_starts_at_three_failures_in_a_row_ends_at_a_success_and_starts_again",
+    "test_failing_after_an_hour_that_went_well_is_degraded_not_down",
+    "test_rate_limited_while_the_budget_is_slowed_or_no_success_came_since")] + [
+    T + "observe/test_ledger_stats.py", HEALTH_STATE, T + "observe/test_status_command.py"]
+
 # module name -> (source files, the test files that cover them). Only tests that run in a
 # few seconds: the slow end-to-end ones (hostile media, Dagster crawls) run in `make test`.
 MODULES: dict[str, tuple[list[str], list[str]]] = {
@@ -63,9 +70,11 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         T + "verify/test_verify_file.py", T + "verify/test_hash_proven.py"]),
     "net": (["media_crawler/net/policy.py", "media_crawler/net/pinning.py"], [
         T + "net/test_hostile_urls.py", T + "net/test_pinning.py", T + "download/test_http_safety.py"]),
-    "platform_signals": (["media_crawler/store/reports/platform_signals.py"], [
-        T + "observe/test_health.py", T + "observe/test_status_command.py"]),
-    "cas": (["media_crawler/store/cas.py"], [T + "store/test_cas.py", T + "store/test_blob_store_protocol.py"]),
+    # The ledger-row tests of test_health_state first (fast), then the CLI operator's day.
+    "platform_signals": (["media_crawler/store/reports/platform_signals.py"], HEALTH_TESTS),
+    "platform_incidents": (["media_crawler/store/reports/platform_incidents.py"], HEALTH_TESTS),
+    "cas": (["media_crawler/store/cas.py"], [T + "store/test_cas.py", T + "store/test_cas_durability.py",
+                                             T + "store/test_blob_store_protocol.py"]),
     "resume": (["media_crawler/download/fetcher.py", "media_crawler/download/writeback.py"], [
         T + "download/test_fetcher_resume.py", T + "download/test_resume_at_once.py",
         T + "download/test_fetcher_errors.py", T + "download/test_writeback.py"]),
@@ -296,7 +305,10 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="print the mutants, run nothing")
     parser.add_argument("--survivors", type=Path, default=SURVIVORS_FILE, help="where the survivors go")
     parser.add_argument("--only", metavar="TEXT", help="only the mutants whose key holds TEXT (re-check survivors)")
+    parser.add_argument("--recheck", metavar="FILE", type=Path,
+                        help="only the mutants listed in FILE (an earlier survivors file): the score is over them")
     args = parser.parse_args()
+    recheck = set(args.recheck.read_text().splitlines()) if args.recheck else None
     chosen = args.modules or list(MODULES)
     unknown = [name for name in chosen if name not in MODULES]
     if unknown:
@@ -338,6 +350,8 @@ def main() -> int:
                 try:
                     for number, mutant in enumerate(mutants_of(path)):
                         if mutant.key in equivalent or (args.only and args.only not in mutant.key):
+                            continue
+                        if recheck is not None and mutant.key not in recheck:
                             continue
                         try:
                             (copy_root / path).write_text(mutated_source(original, mutant))

@@ -118,3 +118,24 @@ def test_a_listed_name_may_resolve_internally_only_on_its_port():
     assert policy.admits("nas.local", 8080, parse_address("192.168.1.5"))
     assert not policy.admits("nas.local", 22, parse_address("192.168.1.5"))
     assert not policy.admits("cdn.example.org", 443, parse_address("192.168.1.5"))
+
+
+def test_a_policy_of_no_entries_admits_no_host():
+    """UrlPolicy() is the empty list: every public host is not listed, every internal one refused."""
+    empty = UrlPolicy()
+    for url, error_class in (("https://cdn.example.org/a.jpg", ErrorClass.HOST_NOT_ALLOWED),
+                             ("http://127.0.0.1:8080/", ErrorClass.DISALLOWED_URL)):
+        with pytest.raises(CrawlError) as info:
+            empty.check(url)
+        assert info.value.error_class is error_class
+    assert not empty.admits("nas.local", 8080, parse_address("192.168.1.5"))
+
+
+def test_a_listed_name_is_admitted_and_a_suffix_pattern_admits_names_only():
+    policy = UrlPolicy.from_entries(["cdn.example.org", "*.hdslb.com", "*.34"])
+    assert policy.check("https://cdn.example.org/a.jpg").host == "cdn.example.org"
+    assert policy.check("https://i0.hdslb.com/a.jpg").host == "i0.hdslb.com"
+    for url in ("https://other.example.org/a.jpg", "http://93.184.216.34/a.jpg"):
+        with pytest.raises(CrawlError) as info:
+            policy.check(url)  # a *.domain pattern is for names: an address literal is not "under" it
+        assert info.value.error_class is ErrorClass.HOST_NOT_ALLOWED
