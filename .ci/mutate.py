@@ -330,7 +330,8 @@ def main() -> int:
     survivors: list[str] = []
     with tempfile.TemporaryDirectory(prefix="mutate-") as folder:
         copy_root = Path(folder) / "repo"
-        for part in ("media_crawler", "media_crawler_tests", "pyproject.toml", "workspace.yaml", "dagster.yaml"):
+        # deploy/: the alert rules some tests replay through promtool.
+        for part in ("media_crawler", "media_crawler_tests", "deploy", "pyproject.toml", "workspace.yaml", "dagster.yaml"):
             source = REPO / part
             if source.is_dir():
                 shutil.copytree(source, copy_root / part, ignore=shutil.ignore_patterns("__pycache__"))

@@ -134,3 +134,73 @@ def test_consecutive_downloads_reuse_one_keep_alive_connection(server, session, 
     for index in range(3):
         fetch(session, url, tmp_path / f"{index}.part")
     assert len({entry.client_port for entry in server.requests_to("/img.jpg")}) == 1
+
+
+def test_a_new_version_is_announced_only_once_the_old_bytes_are_gone(server, session, part):
+    """No moment exists where the new validator describes the old version's bytes."""
+    old, new = media_bytes(5000, seed=1), media_bytes(6000, seed=2)
+    url = server.route("/v.mp4", Reply(new, etag='"v2"'))
+    part.parent.mkdir(parents=True)
+    part.write_bytes(old)
+    announced = []
+    result = fetch(session, url, part, validator='"v1"',
+                   on_validator=lambda value: announced.append((value, part.exists() and part.read_bytes())))
+    assert announced == [('"v2"', False)]
+    assert result.sha256 == sha256(new) and part.read_bytes() == new
+
+
+@pytest.mark.parametrize("headers", [{"Content-Range": "bytes */5000", "ETag": '"v2"'}, {}],
+                         ids=["416 naming another version", "416 without Content-Range"])
+def test_a_416_that_does_not_prove_the_part_current_restarts(server, session, part, headers):
+    """A 416 says the Range starts past the end; only a total equal to the .part's length, from
+    the version the .part came from, makes the .part the whole file."""
+    old, new = media_bytes(5000, seed=1), media_bytes(5000, seed=2)
+    url = server.route("/v.mp4", Reply(status=416, headers=headers), Reply(new, etag='"v2"'))
+    part.parent.mkdir(parents=True)
+    part.write_bytes(old)
+    result = fetch(session, url, part, validator='"v1"')
+    assert [r.status for r in server.requests_to("/v.mp4")] == [416, 200]
+    assert result.sha256 == sha256(new) and part.read_bytes() == new
+
+
+def test_a_416_to_a_request_without_range_is_an_error(server, session, part):
+    url = server.route("/v.mp4", Reply(status=416, headers={"Content-Range": "bytes */0"}))
+    with pytest.raises(CrawlError):
+        fetch(session, url, part)
+
+
+def test_a_body_without_a_length_ends_with_the_connection(server, session, part):
+    body = media_bytes(300_000)
+    url = server.route("/v.mp4", Reply(body, etag='"v1"', send_length=False))
+    result = fetch(session, url, part)
+    assert result.sha256 == sha256(body) and part.read_bytes() == body
+
+
+def test_the_part_is_on_disk_whole_before_the_download_returns(server, session, part, monkeypatch):
+    """The caller commits it next: its bytes are fsynced (a power cut after the ledger says
+    downloaded must not leave a short .part under a whole file's hash)."""
+    import os
+
+    body = media_bytes(300_000)
+    url = server.route("/v.mp4", Reply(body))
+    synced = {}
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced[os.readlink(f"/proc/self/fd/{fd}")] = os.fstat(fd).st_size
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    fetch(session, url, part)
+    assert synced[str(part)] == len(body)
+
+
+def test_a_resume_announcing_more_than_the_limit_drops_the_part(server, session, part):
+    body = media_bytes(2000)
+    url = server.route("/v.mp4", Reply(body, etag='"v1"'))
+    part.parent.mkdir(parents=True)
+    part.write_bytes(body[:1000])
+    with pytest.raises(CrawlError) as caught:
+        fetch(session, url, part, validator='"v1"', max_bytes=1500)
+    assert caught.value.error_class is ErrorClass.TOO_LARGE
+    assert server.requests_to("/v.mp4")[0].status == 206 and not part.exists()
