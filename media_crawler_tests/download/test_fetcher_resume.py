@@ -204,3 +204,71 @@ def test_a_resume_announcing_more_than_the_limit_drops_the_part(server, session,
         fetch(session, url, part, validator='"v1"', max_bytes=1500)
     assert caught.value.error_class is ErrorClass.TOO_LARGE
     assert server.requests_to("/v.mp4")[0].status == 206 and not part.exists()
+
+
+@pytest.mark.parametrize("headers", [
+    {"Content-Range": "bytes 0-999/2000"},  # starts elsewhere than the .part ends
+    {},  # no range at all
+    {"Content-Range": "bytes 1000-1999/2000", "Content-Encoding": "gzip"},  # encoded: its bytes are not the file's
+], ids=["wrong start", "no Content-Range", "content-encoded"])
+def test_a_206_that_does_not_continue_the_part_drops_it(server, session, part, headers):
+    body = media_bytes(2000)
+    url = server.route("/v.mp4", Reply(body[1000:], status=206, headers=headers))
+    part.parent.mkdir(parents=True)
+    part.write_bytes(body[:1000])
+    with pytest.raises(CrawlError) as caught:
+        fetch(session, url, part, validator='"v1"')
+    assert caught.value.error_class is ErrorClass.TRUNCATED_BODY
+    assert not part.exists(), "the next attempt starts clean, without a Range"
+
+
+def test_a_file_of_exactly_the_limit_is_kept_whole_and_resumed(server, session, part):
+    body = media_bytes(2000)
+    url = server.route("/v.mp4", Reply(body, etag='"v1"', cut_at=1000), Reply(body, etag='"v1"'))
+    validator = cut_then_capture_validator(session, url, part)
+    result = fetch(session, url, part, validator=validator, max_bytes=len(body))
+    assert result.resumed_from == 1000 and part.read_bytes() == body
+
+
+def test_a_resumed_body_is_not_sniffed_again_under_a_wrong_label(server, session, part):
+    """The head was sniffed when the .part began; a CDN's text/html label on the rest is not a document."""
+    body = media_bytes(SIZE)
+    url = server.route("/v.mp4", Reply(body, etag='"v1"', cut_at=1000, content_type="text/html"),
+                       Reply(body, etag='"v1"', content_type="text/html"))
+    validator = cut_then_capture_validator(session, url, part)
+    result = fetch(session, url, part, validator=validator)
+    assert result.resumed_from == 1000 and part.read_bytes() == body
+
+
+def test_a_416_without_validators_whose_total_is_the_part_keeps_the_part(server, session, part):
+    """Many servers send no ETag on a 416: the total alone then says the .part is whole."""
+    body = media_bytes(5000)
+    url = server.route("/v.mp4", Reply(status=416, headers={"Content-Range": "bytes */5000"}))
+    part.parent.mkdir(parents=True)
+    part.write_bytes(body)
+    result = fetch(session, url, part, validator='"v1"')
+    assert result.sha256 == sha256(body) and result.bytes_received == 0
+    assert len(server.requests_to("/v.mp4")) == 1
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "x-gzip", "deflate"])
+def test_a_content_encoded_body_is_stored_decoded(server, session, part, encoding):
+    import gzip
+    import zlib
+
+    body = media_bytes(300_000)
+    packed = zlib.compress(body) if encoding == "deflate" else gzip.compress(body)
+    url = server.route("/v.mp4", Reply(packed, headers={"Content-Encoding": encoding}))
+    result = fetch(session, url, part)
+    assert result.sha256 == sha256(body) and part.read_bytes() == body
+    assert result.validator is None  # decoded bytes cannot be resumed by byte offset
+
+
+def test_a_compressed_body_that_ends_early_is_truncated(server, session, part):
+    import gzip
+
+    packed = gzip.compress(media_bytes(300_000))
+    url = server.route("/v.mp4", Reply(packed[: len(packed) // 2], headers={"Content-Encoding": "gzip"}))
+    with pytest.raises(CrawlError) as caught:
+        fetch(session, url, part)
+    assert caught.value.error_class is ErrorClass.TRUNCATED_BODY
