@@ -313,6 +313,11 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown module(s) {', '.join(unknown)}; choose from {', '.join(MODULES)}")
     equivalent = equivalent_keys()
+    # An entry whose line moved names no mutant any more: said, so the list is kept true.
+    chosen_paths = {path for name in chosen for path in MODULES[name][0]}
+    keys = {mutant.key for path in chosen_paths for mutant in mutants_of(path)}
+    for key in sorted(key for key in equivalent if key.split(":")[0] in chosen_paths and key not in keys):
+        print(f"stale in {EQUIVALENT_FILE.name} (no such mutant; its line moved?): {key}", file=sys.stderr)
     if args.list:
         for name in chosen:
             for path in MODULES[name][0]:

@@ -113,3 +113,21 @@ def test_every_colour_type_above_the_decode_budget_is_sized_by_its_samples(tmp_p
 
 def test_an_apng_announcing_zero_frames_is_refused(tmp_path):
     assert "zero frames" in corrupt_message(write(tmp_path, _zero_frame_apng()))
+
+
+def test_a_gif_cut_at_its_last_byte_is_corrupt(tmp_path):
+    """Pillow decodes every frame of a GIF without its trailer: only the trailer says it is whole."""
+    data = image_bytes("GIF", size=(64, 48))
+    assert data.endswith(b"\x3b")
+    assert "trailer" in corrupt_message(write(tmp_path, data[:-1]))
+
+
+
+def test_many_frames_of_a_large_canvas_are_too_large_before_any_is_decoded(tmp_path):
+    """26 one-pixel frames on a 4000x4000 canvas: each fits the decode budget, all of them
+    (416 M pixels, as Pillow composes each frame on the canvas) do not."""
+    frame = b"\x2c" + struct.pack("<HHHH", 0, 0, 1, 1) + b"\x00" + b"\x02\x02\x44\x01\x00"
+    gif = b"GIF89a" + struct.pack("<HH", 4000, 4000) + b"\x80\x00\x00" + b"\x00\x00\x00\xff\xff\xff" + frame * 26 + b"\x3b"
+    with pytest.raises(CrawlError) as caught:
+        verify_image(write(tmp_path, gif))
+    assert caught.value.error_class is ErrorClass.TOO_LARGE and "26 frames" in caught.value.message
