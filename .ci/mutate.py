@@ -65,9 +65,16 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         T + "store/test_transitions.py", T + "pipeline/test_fetch_urls_across_runs.py", T + "store/test_ledger.py",
         T + "store/test_ledger_batches.py",
         T + "pipeline/test_claim_batches.py", T + "observe/test_waiting.py"]),
-    "verify": ([f"media_crawler/verify/{name}.py" for name in ("images", "mp4", "webm", "signatures", "verify")], [
-        T + "verify/test_images.py", T + "verify/test_mp4.py", T + "verify/test_signatures.py",
-        T + "verify/test_verify_file.py", T + "verify/test_hash_proven.py"]),
+    # Verification, one module per file: each mutant runs the tests of its own file, and the
+    # dispatcher's (test_verify_file: every format through verify_file).
+    "verify_images": (["media_crawler/verify/images.py"], [
+        T + "verify/test_images.py", T + "verify/test_verify_file.py", T + "verify/test_hash_proven.py"]),
+    "verify_mp4": (["media_crawler/verify/mp4.py"], [T + "verify/test_mp4.py", T + "verify/test_verify_file.py"]),
+    "verify_webm": (["media_crawler/verify/webm.py"], [T + "verify/test_webm.py", T + "verify/test_verify_file.py"]),
+    "verify_signatures": (["media_crawler/verify/signatures.py"], [
+        T + "verify/test_signatures.py", T + "verify/test_verify_file.py"]),
+    "verify": (["media_crawler/verify/verify.py"], [
+        T + "verify/test_verify_file.py", T + "verify/test_hash_proven.py", T + "verify/test_signatures.py"]),
     "net": (["media_crawler/net/policy.py", "media_crawler/net/pinning.py"], [
         T + "net/test_hostile_urls.py", T + "net/test_pinning.py", T + "download/test_http_safety.py"]),
     "platform_signals": (["media_crawler/store/reports/platform_signals.py"], HEALTH_TESTS),
