@@ -272,3 +272,39 @@ def test_a_compressed_body_that_ends_early_is_truncated(server, session, part):
     with pytest.raises(CrawlError) as caught:
         fetch(session, url, part)
     assert caught.value.error_class is ErrorClass.TRUNCATED_BODY
+
+
+def test_a_validator_without_its_part_fetches_the_whole_file(server, session, part):
+    """The ledger kept a validator but the .part is gone (the staging folder was swept): no Range."""
+    body = media_bytes(2000)
+    url = server.route("/v.mp4", Reply(body, etag='"v1"'))
+    result = fetch(session, url, part, validator='"v1"')
+    assert "Range" not in server.requests_to("/v.mp4")[0].headers
+    assert result.resumed_from == 0 and part.read_bytes() == body
+
+
+def test_a_206_without_validators_keeps_the_validator_of_the_part_it_continues(server, session, part):
+    body = media_bytes(2000)
+    url = server.route("/v.mp4", Reply(body[1000:], status=206, headers={"Content-Range": "bytes 1000-1999/2000"}))
+    part.parent.mkdir(parents=True)
+    part.write_bytes(body[:1000])
+    announced = []
+    result = fetch(session, url, part, validator='"v1"', on_validator=announced.append)
+    assert announced == ['"v1"'], "a cut of this attempt must still resume the same version"
+    assert result.resumed_from == 1000 and part.read_bytes() == body
+
+
+def test_the_staging_folders_are_made_when_missing(server, session, tmp_path):
+    body = media_bytes(2000)
+    url = server.route("/v.mp4", Reply(body))
+    part = tmp_path / "home" / "staging" / "item-1.part"
+    fetch(session, url, part)
+    assert part.read_bytes() == body
+
+
+def test_errors_name_the_url_the_redirect_led_to(server, session, part):
+    url = server.route("/start", Reply(redirect_to="/big.mp4"))
+    server.route("/big.mp4", Reply(media_bytes(5000)))
+    with pytest.raises(CrawlError) as caught:
+        fetch(session, url, part, max_bytes=1000)
+    assert caught.value.error_class is ErrorClass.TOO_LARGE and "/big.mp4" in caught.value.message

@@ -117,7 +117,7 @@ def test_down_when_the_failures_are_at_least_the_hours_successes_before_them(emp
     with empty_ledger.engine.begin() as conn:
         for n in range(successes_before):
             committed(conn, T0 - 100 + n)
-        committed(conn, T0 - 3700)  # more than an hour before the outage: does not weigh it
+        committed(conn, T0 - 3600.5)  # more than an hour before the outage: does not weigh it
         for n in range(3):
             failed_item(conn, T0 + n)
     assert incidents(empty_ledger)["outage"]["state"] == state
