@@ -9,8 +9,8 @@ import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.verify.mp4 import MAX_TOP_LEVEL_BOXES, verify_mp4
-from media_crawler_tests.verify.media import (FRAGMENTED_MOOV, FTYP, MDAT, MOOF, MOOV, STYP, box, fragment, mp4,
-                                              movie_box, sample_table)
+from media_crawler_tests.verify.media import (CHUNK_OFFSET_SENTINEL, FRAGMENTED_MOOV, FTYP, MDAT, MOOF, MOOV, STYP, box,
+                                              fragment, full_box, movie_box, mp4, sample_table)
 
 
 def write(tmp_path, data: bytes):
@@ -81,3 +81,78 @@ def test_an_index_box_claiming_more_entries_than_it_holds_is_corrupt(tmp_path):
     with pytest.raises(CrawlError) as caught:
         verify_mp4(write(tmp_path, layout))
     assert caught.value.error_class is ErrorClass.CORRUPT_MEDIA
+
+
+def moov_with(stbl: bytes, *extra: bytes) -> bytes:
+    """A moov of one track whose sample table is `stbl`, then `extra` boxes inside the moov."""
+    trak = box("trak", box("mdia", box("minf", stbl)))
+    return box("moov", box("mvhd", b"\x00" * 100) + trak + b"".join(extra))
+
+
+def stz2(field_size: int, sizes: list[int], count: int | None = None) -> bytes:
+    """A compact sample size box: `field_size`-bit entries (4-bit ones two to a byte)."""
+    if field_size == 16:
+        table = b"".join(struct.pack(">H", size) for size in sizes)
+    elif field_size == 8:
+        table = bytes(sizes)
+    else:
+        padded = sizes + [0] * (len(sizes) % 2)
+        table = bytes((padded[i] << 4) | padded[i + 1] for i in range(0, len(padded), 2))
+    return full_box("stz2", struct.pack(">I", field_size) + struct.pack(">I", len(sizes) if count is None else count)
+                    + table)
+
+
+STCO = full_box("stco", struct.pack(">I", 1) + CHUNK_OFFSET_SENTINEL)
+MDAT_25 = MDAT  # its payload is 25 bytes
+
+
+@pytest.mark.parametrize("stbl", [
+    box("stbl", stz2(16, [10, 15]) + STCO),
+    box("stbl", stz2(8, [10, 15]) + STCO),
+    box("stbl", stz2(4, [10, 15]) + STCO),
+    box("stbl", stz2(4, [9, 9, 7]) + STCO),  # an odd count: the last byte's low half is padding
+    sample_table((25,)),  # the samples fill the mdat exactly
+    box("stbl", full_box("stsz", struct.pack(">II", 5, 5)) + STCO),  # five uniform 5-byte samples: 25
+], ids=["stz2 16-bit", "stz2 8-bit", "stz2 4-bit", "stz2 4-bit odd", "exactly the mdat", "uniform sizes"])
+def test_every_sample_size_box_that_fits_the_media_data_passes(tmp_path, stbl):
+    verify_mp4(write(tmp_path, mp4(FTYP, moov_with(stbl), MDAT_25)))
+
+
+@pytest.mark.parametrize(("stbl", "reason"), [
+    (box("stbl", stz2(16, [10, 16]) + STCO), "samples need 26 bytes"),
+    (box("stbl", stz2(8, [10, 16]) + STCO), "samples need 26 bytes"),
+    (box("stbl", stz2(4, [10, 15, 1]) + STCO), "samples need 26 bytes"),
+    (box("stbl", full_box("stsz", struct.pack(">II", 5, 6)) + STCO), "samples need 30 bytes"),
+    (box("stbl", stz2(5, [10, 15]) + STCO), "stz2 is malformed"),
+    (box("stbl", stz2(16, [10, 15], count=3) + STCO), "stz2 is malformed"),  # more entries than it holds
+    (box("stbl", full_box("stsz", struct.pack(">II", 0, 1) + struct.pack(">I", 20))), "no sample sizes (stsz) or chunk"),
+    (box("stbl", STCO), "no sample sizes (stsz) or chunk"),
+    (box("stbl", full_box("stsz", struct.pack(">II", 0, 1) + struct.pack(">I", 20))
+         + full_box("stco", struct.pack(">I", 0))), "samples but no chunks"),
+], ids=["stz2 16-bit over", "stz2 8-bit over", "stz2 4-bit over", "uniform over", "stz2 5-bit", "stz2 short", "no stco", "no stsz", "no chunks"])
+def test_sample_tables_that_do_not_fit_are_corrupt(tmp_path, stbl, reason):
+    with pytest.raises(CrawlError) as caught:
+        verify_mp4(write(tmp_path, mp4(FTYP, moov_with(stbl), MDAT_25)))
+    assert caught.value.error_class is ErrorClass.CORRUPT_MEDIA and reason in caught.value.message
+
+
+def test_index_boxes_may_end_with_an_empty_box_or_a_few_bytes_of_padding(tmp_path):
+    verify_mp4(write(tmp_path, mp4(FTYP, moov_with(sample_table(), box("udta")), MDAT)))
+    verify_mp4(write(tmp_path, mp4(FTYP, moov_with(sample_table(), b"\x00" * 4), MDAT)))
+
+
+def test_an_index_box_smaller_than_its_header_is_corrupt(tmp_path):
+    with pytest.raises(CrawlError) as caught:
+        verify_mp4(write(tmp_path, mp4(FTYP, moov_with(sample_table(), struct.pack(">I4s", 5, b"udta")), MDAT)))
+    assert "impossible size 5" in caught.value.message
+
+
+@pytest.mark.parametrize(("layout", "count"), [
+    (mp4(FTYP, FRAGMENTED_MOOV, MOOF, MDAT, MOOF), 1),
+    (mp4(FTYP, FRAGMENTED_MOOV, MOOF, MOOF, MDAT, MOOF), 2),
+])
+def test_every_fragment_without_media_data_is_counted(tmp_path, layout, count):
+    with pytest.raises(CrawlError) as caught:
+        verify_mp4(write(tmp_path, layout))
+    assert f"{count} fragment(s) have no mdat after them" in caught.value.message
+
