@@ -61,8 +61,8 @@ def test_an_auth_failure_of_a_feed_page_lasts_until_a_later_walk_reads_the_page(
     with empty_ledger.engine.begin() as conn:
         page_error(conn, T0 + 5, "auth", "facebook")
     ongoing = incidents(empty_ledger, "facebook")["auth"]
-    assert (ongoing["state"], ongoing["since"], ongoing["until"], ongoing["failures"], ongoing["ongoing"]) == (
-        "auth_failed", T0 + 5, None, 1, True)
+    assert (ongoing["platform"], ongoing["kind"], ongoing["state"], ongoing["since"], ongoing["until"],
+            ongoing["failures"], ongoing["ongoing"]) == ("facebook", "auth", "auth_failed", T0 + 5, None, 1, True)
     facebook = platform_health(empty_ledger.engine, T0 + 10, ("facebook",))["facebook"]
     assert (facebook["status"], facebook["auth_failures"], facebook["auth_failed_since"]) == ("auth_failed", 1, T0 + 5)
 
@@ -155,6 +155,7 @@ def test_the_worst_lasting_state_is_the_status(empty_ledger):
     assert {name: entry["status"] for name, entry in health.items()} == {
         "weibo": "auth_failed", "bilibili": "down", "urls": "rate_limited", "facebook": "ok"}
     assert health["urls"]["rate_limited_errors"] == 1 and health["urls"]["rate_limited_since"] == T0 + 7
+    assert [(i["kind"], i["state"]) for i in health["urls"]["incidents"]] == [("rate_limited", "rate_limited")]
     assert health["urls"]["rate_limited"] and not health["facebook"]["rate_limited"]
 
 

@@ -156,3 +156,22 @@ def test_every_fragment_without_media_data_is_counted(tmp_path, layout, count):
         verify_mp4(write(tmp_path, layout))
     assert f"{count} fragment(s) have no mdat after them" in caught.value.message
 
+
+
+@pytest.mark.parametrize(("stbl", "reason"), [
+    (box("stbl", full_box("stsz", struct.pack(">I", 1)) + STCO), "stsz is too short"),
+    (box("stbl", full_box("stz2", struct.pack(">I", 8)) + STCO), "stz2 is too short"),
+    (box("stbl", sample_table()[8:-20] + full_box("stco", b"")), "stco is too short"),
+    (box("stbl", sample_table()[8:-20] + full_box("co64", struct.pack(">I", 1) + b"\x00" * 4)), "more chunks"),
+], ids=["stsz", "stz2", "stco", "co64"])
+def test_index_boxes_too_short_for_their_fields_are_corrupt(tmp_path, stbl, reason):
+    with pytest.raises(CrawlError) as caught:
+        verify_mp4(write(tmp_path, mp4(FTYP, moov_with(stbl), MDAT)))
+    assert reason in caught.value.message
+
+
+def test_an_index_box_running_past_its_parent_is_corrupt(tmp_path):
+    """The moov is whole, but a child inside it claims more than the moov holds."""
+    with pytest.raises(CrawlError) as caught:
+        verify_mp4(write(tmp_path, mp4(FTYP, moov_with(sample_table(), struct.pack(">I4s", 400, b"udta")), MDAT)))
+    assert "impossible size 400" in caught.value.message
