@@ -83,11 +83,14 @@ def test_any_success_ends_an_incident_and_the_next_one_starts_after_it(empty_led
         failed_item(conn, T0 + 1, "auth")
         failed_item(conn, T0 + 2, "auth")
         success(conn, T0 + 10)
+        failed_item(conn, T0 + 15, "auth")
+        success(conn, T0 + 18)
         failed_item(conn, T0 + 20, "auth")
         failed_item(conn, T0 + 21, "auth")
         success(conn, T0 + 30)
         success(conn, T0 + 40)
     auth = incidents(empty_ledger)["auth"]
+    # Began after the latest success before it (T0 + 18, not T0 + 10), ended by the first after it.
     assert (auth["since"], auth["until"], auth["failures"], auth["last_failure_at"]) == (T0 + 20, T0 + 30, 2, T0 + 21)
     with empty_ledger.engine.begin() as conn:
         failed_item(conn, T0 + 50, "auth")
