@@ -308,3 +308,27 @@ def test_errors_name_the_url_the_redirect_led_to(server, session, part):
     with pytest.raises(CrawlError) as caught:
         fetch(session, url, part, max_bytes=1000)
     assert caught.value.error_class is ErrorClass.TOO_LARGE and "/big.mp4" in caught.value.message
+
+
+def test_short_writes_are_continued_until_every_byte_is_in_the_part(server, session, part, monkeypatch):
+    """A raw file may take fewer bytes than offered (a signal, a nearly full disk): the rest follows."""
+    import io
+
+    import media_crawler.download.fetcher as fetcher
+
+    class ShortWrites(io.FileIO):
+        taken = 0
+
+        def write(self, data) -> int:
+            ShortWrites.taken += min(len(data), 1000)
+            assert ShortWrites.taken <= 2 * len(body), "the same bytes written again and again"
+            return super().write(bytes(data[:1000]))
+
+    def short_open(path, mode="r", buffering=-1, **kwargs):
+        return ShortWrites(path, mode.replace("b", "")) if "b" in mode and "r" not in mode else open(path, mode)
+
+    body = media_bytes(300_000)
+    monkeypatch.setattr(fetcher, "open", short_open, raising=False)  # the module's own open(): the .part's
+    url = server.route("/v.mp4", Reply(body))
+    result = fetch(session, url, part)
+    assert part.read_bytes() == body and result.sha256 == sha256(body)
