@@ -332,3 +332,12 @@ def test_short_writes_are_continued_until_every_byte_is_in_the_part(server, sess
     url = server.route("/v.mp4", Reply(body))
     result = fetch(session, url, part)
     assert part.read_bytes() == body and result.sha256 == sha256(body)
+
+
+def test_a_body_in_another_encoding_than_its_label_is_refused(server, session, part):
+    import zlib
+
+    url = server.route("/v.mp4", Reply(zlib.compress(media_bytes(3000)), headers={"Content-Encoding": "gzip"}))
+    with pytest.raises(CrawlError) as caught:
+        fetch(session, url, part)  # zlib-wrapped bytes labelled gzip: not what was sent, not stored
+    assert caught.value.error_class is ErrorClass.TRUNCATED_BODY and "broken compressed body" in caught.value.message
