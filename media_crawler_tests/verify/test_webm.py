@@ -38,7 +38,9 @@ def check(tmp_path, data: bytes) -> None:
     HEADER + SEGMENT + UNKNOWN_8 + TRACKS_ELEMENT + CLUSTER_ELEMENT,  # a live Segment: to the end of the file
     HEADER + SEGMENT + UNKNOWN_1 + TRACKS_ELEMENT + CLUSTER + UNKNOWN_1 + b"\xe7\x81\x00",  # and a live Cluster
     HEADER + element(SEGMENT, TRACKS_ELEMENT + element(VOID, b"") + CLUSTER_ELEMENT),  # an empty Void is fine
-], ids=["1-byte sizes", "2-byte", "4-byte", "8-byte", "unknown-size Segment", "unknown-size Cluster", "empty Void"])
+    HEADER + element(SEGMENT, TRACKS_ELEMENT + CLUSTER_ELEMENT + element(VOID, b"")),  # even as the last element
+], ids=["1-byte sizes", "2-byte", "4-byte", "8-byte", "unknown-size Segment", "unknown-size Cluster", "empty Void",
+        "empty Void last"])
 def test_every_size_encoding_of_a_whole_file_passes(tmp_path, data):
     check(tmp_path, data)
 
@@ -69,9 +71,8 @@ def test_cut_forged_and_empty_files_are_corrupt(tmp_path, data, reason):
 
 
 def test_an_element_flood_is_refused_at_a_bound(tmp_path):
-    flood = HEADER + SEGMENT + UNKNOWN_8 + TRACKS_ELEMENT + element(VOID, b"") * MAX_ELEMENTS + CLUSTER_ELEMENT
-    with pytest.raises(CrawlError) as caught:
-        check(tmp_path, flood)
+    voids = element(VOID, b"") * (MAX_ELEMENTS - 2)
+    check(tmp_path, HEADER + SEGMENT + UNKNOWN_8 + TRACKS_ELEMENT + voids + CLUSTER_ELEMENT)  # exactly the bound
+    with pytest.raises(CrawlError) as caught:  # one more
+        check(tmp_path, HEADER + SEGMENT + UNKNOWN_8 + TRACKS_ELEMENT + voids + element(VOID, b"") + CLUSTER_ELEMENT)
     assert f"more than {MAX_ELEMENTS} elements" in caught.value.message
-    check(tmp_path, HEADER + SEGMENT + UNKNOWN_8 + TRACKS_ELEMENT + element(VOID, b"") * (MAX_ELEMENTS - 2)
-          + CLUSTER_ELEMENT)  # exactly the bound: Tracks, the Voids and the Cluster
