@@ -136,6 +136,7 @@ def test_a_policy_of_no_entries_admits_no_host():
 def test_a_listed_name_is_admitted_and_a_suffix_pattern_admits_names_only():
     policy = UrlPolicy.from_entries(["cdn.example.org", "*.hdslb.com", "*.34"])
     assert policy.check("https://cdn.example.org/a.jpg").host == "cdn.example.org"
+    assert policy.check("https://cdn.example.org:8443/a.jpg").port == 8443  # a public name: any port
     assert policy.check("https://i0.hdslb.com/a.jpg").host == "i0.hdslb.com"
     for url in ("https://other.example.org/a.jpg", "http://93.184.216.34/a.jpg"):
         with pytest.raises(CrawlError) as info:
