@@ -175,3 +175,49 @@ def test_an_index_box_running_past_its_parent_is_corrupt(tmp_path):
     with pytest.raises(CrawlError) as caught:
         verify_mp4(write(tmp_path, mp4(FTYP, moov_with(sample_table(), struct.pack(">I4s", 400, b"udta")), MDAT)))
     assert "impossible size 400" in caught.value.message
+
+
+CO64 = full_box("co64", struct.pack(">I", 1) + b"\x00\x00\x00\x00" + CHUNK_OFFSET_SENTINEL)
+
+
+@pytest.mark.parametrize("layout", [
+    mp4(FTYP, moov_with(sample_table(), box("udta", b"x" * 12, large=True)), MDAT),  # a 64-bit size inside the moov
+    mp4(FTYP, moov_with(sample_table(), struct.pack(">I4s", 0, b"udta") + b"x" * 12), MDAT),  # size 0: to its end
+    mp4(FTYP, moov_with(box("stbl", full_box("stsz", struct.pack(">II", 0, 1) + struct.pack(">I", 20)) + CO64)), MDAT),
+    mp4(FTYP, box("pad ", b"\x00" * 4), box("abc~"), MOOV, MDAT),  # box types span the printable range
+], ids=["large index box", "size-0 index box", "co64", "printable types"])
+def test_index_boxes_in_every_legal_encoding_pass(tmp_path, layout):
+    verify_mp4(write(tmp_path, layout))
+
+
+@pytest.mark.parametrize(("layout", "reason"), [
+    (mp4(FTYP, moov_with(sample_table(), struct.pack(">I4sI", 1, b"udta", 0)), MDAT), "inside a 64-bit header"),
+    (mp4(FTYP, moov_with(sample_table(), struct.pack(">I4sQ", 1, b"udta", 400)), MDAT), "impossible size 400"),
+    (mp4(FTYP, box("fre\x7f"), MOOV, MDAT), "garbage"),
+    (mp4(FTYP, box("moov", box("trak", box("mdia", box("minf", sample_table(
+        chunk_offset=struct.pack(">I", 10_000)))))), MDAT), "outside every mdat"),
+    (mp4(FTYP, moov_with(box("stbl", full_box("stsz", struct.pack(">II", 0, 3) + struct.pack(">I", 20)) + STCO)),
+         MDAT), "stsz lists more samples"),
+    (mp4(FTYP, moov_with(box("stbl", sample_table()[8:-20] + full_box("stco", struct.pack(">I", 2) + CHUNK_OFFSET_SENTINEL))),
+         MDAT), "stco lists more chunks"),
+    (mp4(STYP, box("moof", box("traf", box("trun", b"\x00" * 4))), MDAT), "trun is too short"),
+], ids=["cut large header", "large past its parent", "DEL in a type", "chunk far past", "stsz short", "stco short",
+        "trun short"])
+def test_index_boxes_that_lie_about_their_length_are_corrupt(tmp_path, layout, reason):
+    with pytest.raises(CrawlError) as caught:
+        verify_mp4(write(tmp_path, layout))
+    assert caught.value.error_class is ErrorClass.CORRUPT_MEDIA and reason in caught.value.message
+
+
+def test_a_chunk_just_past_the_media_data_is_outside_it(tmp_path):
+    """The chunk offset one byte past the mdat's last byte: not inside it."""
+    def layout_with(offset: int) -> bytes:
+        chunk = struct.pack(">I", offset)
+        return mp4(FTYP, box("moov", box("trak", box("mdia", box("minf", sample_table(chunk_offset=chunk))))), MDAT)
+
+    end = len(layout_with(0))  # the mdat is the last box: its last byte is the file's
+    layout = layout_with(end)
+    assert len(layout) == end
+    with pytest.raises(CrawlError) as caught:
+        verify_mp4(write(tmp_path, layout))
+    assert "outside every mdat" in caught.value.message
