@@ -131,3 +131,14 @@ def test_many_frames_of_a_large_canvas_are_too_large_before_any_is_decoded(tmp_p
     with pytest.raises(CrawlError) as caught:
         verify_image(write(tmp_path, gif))
     assert caught.value.error_class is ErrorClass.TOO_LARGE and "26 frames" in caught.value.message
+
+
+def test_every_frame_of_an_animation_is_decoded_not_only_the_first(tmp_path):
+    def frame(width: int, height: int) -> bytes:  # one pixel of LZW data, whatever the frame's size
+        return b"\x2c" + struct.pack("<HHHH", 0, 0, width, height) + b"\x00" + b"\x02\x02\x44\x01\x00"
+
+    def gif(*frames: bytes) -> bytes:
+        return b"GIF89a" + struct.pack("<HH", 8, 8) + b"\x80\x00\x00" + b"\x00\x00\x00\xff\xff\xff" + b"".join(frames) + b"\x3b"
+
+    assert verify_image(write(tmp_path, gif(frame(1, 1), frame(1, 1)))).frames == 2
+    assert "truncated" in corrupt_message(write(tmp_path, gif(frame(1, 1), frame(8, 8))))  # the second is cut
