@@ -191,7 +191,11 @@ def test_listed_ports_combine(entries, allowed, refused):
 
 def test_origins_named_elsewhere_are_host_not_allowed_and_blank_or_any_port_ones_are_skipped():
     policy = UrlPolicy.from_settings(["cdn.example.org"], settings="platforms.weibo.media_hosts",
-                                     named_elsewhere=[None, "", "127.0.0.1:*", "http://127.0.0.1:8787/api"])
+                                     named_elsewhere=[None, "", "127.0.0.1:*", "http://127.0.0.1:8787/api",
+                                                      "localhost:8080"])
+    with pytest.raises(CrawlError) as caught:
+        policy.check("http://localhost:8080/x")
+    assert "add 'localhost:8080' there and" in caught.value.message  # an origin: no *.domain hint for it
     with pytest.raises(CrawlError) as caught:
         policy.check("http://127.0.0.1:8787/x")
     assert caught.value.error_class is ErrorClass.HOST_NOT_ALLOWED

@@ -124,12 +124,13 @@ def test_every_sample_size_box_that_fits_the_media_data_passes(tmp_path, stbl):
     (box("stbl", stz2(4, [10, 15, 1]) + STCO), "samples need 26 bytes"),
     (box("stbl", full_box("stsz", struct.pack(">II", 5, 6)) + STCO), "samples need 30 bytes"),
     (box("stbl", stz2(5, [10, 15]) + STCO), "stz2 is malformed"),
+    (box("stbl", full_box("stz2", struct.pack(">II", 5, 2) + b"\x00" * 4) + STCO), "stz2 is malformed"),  # room enough
     (box("stbl", stz2(16, [10, 15], count=3) + STCO), "stz2 is malformed"),  # more entries than it holds
     (box("stbl", full_box("stsz", struct.pack(">II", 0, 1) + struct.pack(">I", 20))), "no sample sizes (stsz) or chunk"),
     (box("stbl", STCO), "no sample sizes (stsz) or chunk"),
     (box("stbl", full_box("stsz", struct.pack(">II", 0, 1) + struct.pack(">I", 20))
          + full_box("stco", struct.pack(">I", 0))), "samples but no chunks"),
-], ids=["stz2 16-bit over", "stz2 8-bit over", "stz2 4-bit over", "uniform over", "stz2 5-bit", "stz2 short", "no stco", "no stsz", "no chunks"])
+], ids=["stz2 16-bit over", "stz2 8-bit over", "stz2 4-bit over", "uniform over", "stz2 5-bit", "stz2 5-bit, room enough", "stz2 short", "no stco", "no stsz", "no chunks"])
 def test_sample_tables_that_do_not_fit_are_corrupt(tmp_path, stbl, reason):
     with pytest.raises(CrawlError) as caught:
         verify_mp4(write(tmp_path, mp4(FTYP, moov_with(stbl), MDAT_25)))
