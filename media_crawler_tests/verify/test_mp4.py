@@ -183,10 +183,12 @@ CO64 = full_box("co64", struct.pack(">I", 1) + b"\x00\x00\x00\x00" + CHUNK_OFFSE
 
 @pytest.mark.parametrize("layout", [
     mp4(FTYP, moov_with(sample_table(), box("udta", b"x" * 12, large=True)), MDAT),  # a 64-bit size inside the moov
+    mp4(FTYP, box("moov", box("mvhd", b"\x00" * 100) + box("trak", box("mdia", box("minf", sample_table())), large=True)),
+        MDAT),  # a track read through its 64-bit header
     mp4(FTYP, moov_with(sample_table(), struct.pack(">I4s", 0, b"udta") + b"x" * 12), MDAT),  # size 0: to its end
     mp4(FTYP, moov_with(box("stbl", full_box("stsz", struct.pack(">II", 0, 1) + struct.pack(">I", 20)) + CO64)), MDAT),
     mp4(FTYP, box("pad ", b"\x00" * 4), box("abc~"), MOOV, MDAT),  # box types span the printable range
-], ids=["large index box", "size-0 index box", "co64", "printable types"])
+], ids=["large index box", "large trak", "size-0 index box", "co64", "printable types"])
 def test_index_boxes_in_every_legal_encoding_pass(tmp_path, layout):
     verify_mp4(write(tmp_path, layout))
 
