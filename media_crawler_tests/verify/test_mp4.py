@@ -111,9 +111,12 @@ MDAT_25 = MDAT  # its payload is 25 bytes
     box("stbl", stz2(8, [10, 15]) + STCO),
     box("stbl", stz2(4, [10, 15]) + STCO),
     box("stbl", stz2(4, [9, 9, 7]) + STCO),  # an odd count: the last byte's low half is padding
+    box("stbl", full_box("stz2", struct.pack(">II", 8, 2) + b"\x0a\x0f\x99") + STCO),  # bytes after the entries
+    box("stbl", full_box("stz2", struct.pack(">II", 4, 2) + b"\xaf\x99") + STCO),  # are not entries
     sample_table((25,)),  # the samples fill the mdat exactly
     box("stbl", full_box("stsz", struct.pack(">II", 5, 5)) + STCO),  # five uniform 5-byte samples: 25
-], ids=["stz2 16-bit", "stz2 8-bit", "stz2 4-bit", "stz2 4-bit odd", "exactly the mdat", "uniform sizes"])
+], ids=["stz2 16-bit", "stz2 8-bit", "stz2 4-bit", "stz2 4-bit odd", "stz2 8-bit, trailing byte",
+        "stz2 4-bit, trailing byte", "exactly the mdat", "uniform sizes"])
 def test_every_sample_size_box_that_fits_the_media_data_passes(tmp_path, stbl):
     verify_mp4(write(tmp_path, mp4(FTYP, moov_with(stbl), MDAT_25)))
 
@@ -125,12 +128,16 @@ def test_every_sample_size_box_that_fits_the_media_data_passes(tmp_path, stbl):
     (box("stbl", full_box("stsz", struct.pack(">II", 5, 6)) + STCO), "samples need 30 bytes"),
     (box("stbl", stz2(5, [10, 15]) + STCO), "stz2 is malformed"),
     (box("stbl", full_box("stz2", struct.pack(">II", 5, 2) + b"\x00" * 4) + STCO), "stz2 is malformed"),  # room enough
+    (box("stbl", full_box("stz2", struct.pack(">II", 8, 2) + b"\x01") + STCO), "stz2 is malformed"),  # a byte short
+    (box("stbl", full_box("stz2", struct.pack(">II", 4, 3) + b"\x11") + STCO), "stz2 is malformed"),
+    (box("stbl", full_box("stz2", struct.pack(">II", 16, 8) + b"\x00" * 15) + STCO), "stz2 is malformed"),
     (box("stbl", stz2(16, [10, 15], count=3) + STCO), "stz2 is malformed"),  # more entries than it holds
     (box("stbl", full_box("stsz", struct.pack(">II", 0, 1) + struct.pack(">I", 20))), "no sample sizes (stsz) or chunk"),
     (box("stbl", STCO), "no sample sizes (stsz) or chunk"),
     (box("stbl", full_box("stsz", struct.pack(">II", 0, 1) + struct.pack(">I", 20))
          + full_box("stco", struct.pack(">I", 0))), "samples but no chunks"),
-], ids=["stz2 16-bit over", "stz2 8-bit over", "stz2 4-bit over", "uniform over", "stz2 5-bit", "stz2 5-bit, room enough", "stz2 short", "no stco", "no stsz", "no chunks"])
+], ids=["stz2 16-bit over", "stz2 8-bit over", "stz2 4-bit over", "uniform over", "stz2 5-bit", "stz2 5-bit, room enough", "stz2 8-bit short",
+        "stz2 4-bit short", "stz2 16-bit short", "stz2 short", "no stco", "no stsz", "no chunks"])
 def test_sample_tables_that_do_not_fit_are_corrupt(tmp_path, stbl, reason):
     with pytest.raises(CrawlError) as caught:
         verify_mp4(write(tmp_path, mp4(FTYP, moov_with(stbl), MDAT_25)))
