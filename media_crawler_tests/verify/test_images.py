@@ -71,7 +71,7 @@ def test_the_pixel_limit_is_ours_not_only_pillows(tmp_path):
 
 
 def test_formats_outside_the_list_are_not_parsed(tmp_path):
-    corrupt_message(write(tmp_path, image_bytes("BMP")))
+    assert "does not recognize" in corrupt_message(write(tmp_path, image_bytes("BMP")))  # no plugin read it
 
 
 def large_png(width: int, height: int, rows: int, *, colour: int = 0, depth: int = 1) -> bytes:
@@ -142,3 +142,58 @@ def test_every_frame_of_an_animation_is_decoded_not_only_the_first(tmp_path):
 
     assert verify_image(write(tmp_path, gif(frame(1, 1), frame(1, 1)))).frames == 2
     assert "truncated" in corrupt_message(write(tmp_path, gif(frame(1, 1), frame(8, 8))))  # the second is cut
+
+
+def png_with(chunks: list[tuple[bytes, bytes]], *, crc_of: bytes | None = None) -> bytes:
+    """A PNG of these chunks; `crc_of`: that chunk gets a wrong CRC."""
+    out = b"\x89PNG\r\n\x1a\n"
+    for kind, payload in chunks:
+        chunk = png_chunk(kind, payload)
+        out += chunk[:-4] + b"\x00\x00\x00\x00" if kind == crc_of else chunk
+    return out
+
+
+def small_png_chunks(data: bytes | None = None) -> list[tuple[bytes, bytes]]:
+    """A 16x16 grey PNG; `data`: its IDAT stream instead of the whole one."""
+    whole = zlib.compress(b"".join(b"\x00" + bytes(range(16)) for _ in range(16)))
+    return [(b"IHDR", struct.pack(">IIBBBBB", 16, 16, 8, 0, 0, 0, 0)), (b"tEXt", b"Comment\x00hi"),
+            (b"IDAT", whole if data is None else data), (b"IEND", b"")]
+
+
+def test_a_small_png_is_decoded_and_its_chunks_checked(tmp_path):
+    assert verify_image(write(tmp_path, png_with(small_png_chunks()))).width == 16
+    whole = small_png_chunks()[2][1]
+    corrupt_message(write(tmp_path, png_with(small_png_chunks(whole[: len(whole) // 2])), "cut"))  # CRC right, data cut
+    corrupt_message(write(tmp_path, png_with(small_png_chunks(), crc_of=b"tEXt"), "crc"))  # an ancillary chunk's CRC
+
+
+def test_a_one_pixel_image_is_an_image(tmp_path):
+    assert verify_image(write(tmp_path, image_bytes("PNG", size=(1, 1)))).width == 1
+
+
+def test_a_large_png_whose_image_data_stream_never_ends_is_corrupt(tmp_path):
+    """Every row is there, but the zlib stream stops before its end (and its checksum)."""
+    whole = one_bit_png(5000, 4000, rows=4000)
+    chunks, at = [], 8
+    while at < len(whole):
+        length, kind = struct.unpack(">I4s", whole[at:at + 8])
+        chunks.append((kind, whole[at + 8:at + 8 + length]))
+        at += 12 + length
+    chunks = [(kind, payload[:-4] if kind == b"IDAT" else payload) for kind, payload in chunks]
+    assert "inflates to" in corrupt_message(write(tmp_path, png_with(chunks)))
+
+
+def test_a_large_interlaced_png_is_too_large_to_verify(tmp_path):
+    header = struct.pack(">IIBBBBB", 5000, 4000, 1, 0, 0, 0, 1)  # interlaced
+    data = png_with([(b"IHDR", header), (b"IDAT", zlib.compress(b"\x00" * 1024)), (b"IEND", b"")])
+    with pytest.raises(CrawlError) as caught:
+        verify_image(write(tmp_path, data))
+    assert caught.value.error_class is ErrorClass.TOO_LARGE
+
+
+def test_a_gif_canvas_beyond_the_decode_budget_is_too_large(tmp_path):
+    frame = b"\x2c" + struct.pack("<HHHH", 0, 0, 1, 1) + b"\x00" + b"\x02\x02\x44\x01\x00"
+    gif = b"GIF89a" + struct.pack("<HH", 5000, 4000) + b"\x80\x00\x00" + b"\x00\x00\x00\xff\xff\xff" + frame + b"\x3b"
+    with pytest.raises(CrawlError) as caught:
+        verify_image(write(tmp_path, gif))
+    assert caught.value.error_class is ErrorClass.TOO_LARGE and "decode budget" in caught.value.message
