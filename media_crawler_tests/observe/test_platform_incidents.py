@@ -170,8 +170,8 @@ def test_a_platform_the_caller_did_not_name_is_reported_too(empty_ledger):
     assert health["vimeo"]["status"] == "auth_failed" and health["weibo"]["status"] == "ok"
 
 
-def budget(conn, platform: str, *, tokens: float, updated_at: float, slow_until: float) -> None:
-    conn.execute(insert(schema.rate_budget).values(platform=platform, tokens=tokens, updated_at=updated_at, rate=2.5,
+def budget(conn, platform: str, *, tokens: float, updated_at: float, slow_until: float, rate: float = 2.5) -> None:
+    conn.execute(insert(schema.rate_budget).values(platform=platform, tokens=tokens, updated_at=updated_at, rate=rate,
                                                    base_rate=5.0, burst=10, slow_until=slow_until, in_flight=0))
 
 
@@ -182,12 +182,32 @@ def test_a_slowed_budget_is_a_rate_limit_while_it_holds_and_a_drained_one_binds_
         budget(conn, "weibo", tokens=5, updated_at=now - 60, slow_until=now - 1)  # its slow-down is over
         budget(conn, "urls", tokens=0.2, updated_at=now - 0.01, slow_until=0.0)  # drained, being drawn on
         budget(conn, "facebook", tokens=0.2, updated_at=now - 60, slow_until=0.0)  # refilled since
+        budget(conn, "vimeo", tokens=0.2, updated_at=now - 60, slow_until=0.0, rate=0.001)  # empty, but idle
+        budget(conn, "tiktok", tokens=8, updated_at=now - 0.01, slow_until=0.0)  # drawn on, with tokens left
+        budget(conn, "twitch", tokens=0, updated_at=now - 0.01, slow_until=now - 0.5)  # drained after a slow-down
     health = platform_health(empty_ledger.engine, now, ("bilibili", "weibo", "urls", "facebook"))
     assert (health["bilibili"]["status"], health["bilibili"]["slowed_until"]) == ("rate_limited", now + 50)
     assert health["bilibili"]["rate_per_s"] == 2.5
     assert (health["weibo"]["status"], health["weibo"]["slowed_until"]) == ("ok", None)
     binding = binding_budgets(empty_ledger.engine, now)
-    assert set(binding) == {"bilibili", "urls"}
+    assert set(binding) == {"bilibili", "urls", "twitch"}
+    assert binding["twitch"]["rate_per_s"] == 5.0, "the slow-down is over: back at the base rate"
     assert binding["bilibili"]["slowed_until"] == now + 50 and not binding["bilibili"]["drained"]
     assert binding["urls"]["slowed_until"] is None and binding["urls"]["drained"]
     assert binding["urls"]["rate_per_s"] == 2.5 and binding["urls"]["base_rate_per_s"] == 5.0
+
+
+def test_a_quiet_platform_reads_zero_everywhere(empty_ledger):
+    from media_crawler.store.reports.platform_signals import platform_outage
+
+    quiet = platform_health(empty_ledger.engine, T0, ("weibo",))["weibo"]
+    assert quiet == {"status": "ok", "rate_limited": False, "rate_limited_since": None, "rate_limited_errors": 0,
+                     "slowed_until": None, "rate_per_s": None, "auth_failures": 0, "auth_failed_since": None,
+                     "outage_state": "ok", "outage_since": None, "outage_failures_1h": 0, "requests_ok_1h": 0,
+                     "failure_ratio_1h": 0.0, "failures_since_last_success": 0, "last_success_at": None,
+                     "last_failure_at": None, "incidents": []}
+    with empty_ledger.engine.begin() as conn:
+        for n in range(3):
+            failed_item(conn, T0 + n)
+    # Asked on its own (the metrics do), the outage reads its incidents itself.
+    assert platform_outage(empty_ledger.engine, T0 + 10, ("weibo",))["weibo"]["outage_state"] == "down"
