@@ -103,6 +103,7 @@ def test_an_outage_needs_three_failures_in_a_row_of_any_server_side_kind(empty_l
         failed_item(conn, T0 + 1, "http_5xx")
         page_error(conn, T0 + 2, "network_timeout")
         page_error(conn, T0 + 2.5, "http_5xx", item_id="an item")  # an item's feed error: no platform signal
+        conn.execute(insert(schema.sources).values(source_key="weibo-1", platform="weibo", registered_at=T0 - 9000))
         feed_walked(conn, T0 + 2.7, "bilibili")  # another platform's success ends nothing here
     assert "outage" not in incidents(empty_ledger)
     with empty_ledger.engine.begin() as conn:
