@@ -70,8 +70,14 @@ def test_the_pixel_limit_is_ours_not_only_pillows(tmp_path):
     assert verify_image(small, max_pixels=2000 * 1000).width == 2000  # the limit itself is allowed
 
 
-def test_formats_outside_the_list_are_not_parsed(tmp_path):
-    assert "does not recognize" in corrupt_message(write(tmp_path, image_bytes("BMP")))  # no plugin read it
+def test_formats_outside_the_list_are_not_parsed(tmp_path, monkeypatch):
+    from PIL import BmpImagePlugin
+
+    def no_parsing(self):
+        raise AssertionError("the BMP parser read downloaded bytes")
+
+    monkeypatch.setattr(BmpImagePlugin.BmpImageFile, "_open", no_parsing)
+    assert "does not recognize" in corrupt_message(write(tmp_path, image_bytes("BMP")))
 
 
 def large_png(width: int, height: int, rows: int, *, colour: int = 0, depth: int = 1) -> bytes:
@@ -197,3 +203,22 @@ def test_a_gif_canvas_beyond_the_decode_budget_is_too_large(tmp_path):
     with pytest.raises(CrawlError) as caught:
         verify_image(write(tmp_path, gif))
     assert caught.value.error_class is ErrorClass.TOO_LARGE and "decode budget" in caught.value.message
+
+
+def test_a_chunk_after_the_image_data_is_checked_too(tmp_path):
+    """Pillow's decode stops at the image data; verify() reads every chunk's CRC to IEND."""
+    chunks = small_png_chunks()
+    after = [chunks[0], chunks[2], (b"tEXt", b"Comment\x00after"), chunks[3]]
+    assert verify_image(write(tmp_path, png_with(after), "whole")).width == 16
+    corrupt_message(write(tmp_path, png_with(after, crc_of=b"tEXt"), "crc"))
+
+
+def test_an_mpo_picture_beyond_the_decode_budget_is_too_large(tmp_path):
+    import io
+
+    first, second = Image.new("RGB", (64, 48), (1, 2, 3)), Image.new("RGB", (4001, 4000), (9, 9, 9))
+    buffer = io.BytesIO()
+    first.save(buffer, format="MPO", save_all=True, append_images=[second])
+    with pytest.raises(CrawlError) as caught:
+        verify_image(write(tmp_path, buffer.getvalue()))
+    assert caught.value.error_class is ErrorClass.TOO_LARGE and "picture 2 of 4001x4000" in caught.value.message
