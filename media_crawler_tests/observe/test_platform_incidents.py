@@ -185,6 +185,7 @@ def test_a_slowed_budget_is_a_rate_limit_while_it_holds_and_a_drained_one_binds_
         budget(conn, "facebook", tokens=0.2, updated_at=now - 60, slow_until=0.0)  # refilled since
         budget(conn, "vimeo", tokens=0.2, updated_at=now - 60, slow_until=0.0, rate=0.001)  # empty, but idle
         budget(conn, "tiktok", tokens=8, updated_at=now - 0.01, slow_until=0.0)  # drawn on, with tokens left
+        budget(conn, "mastodon", tokens=1.5, updated_at=now - 0.01, slow_until=0.0)  # one request's token left
         budget(conn, "twitch", tokens=0, updated_at=now - 0.01, slow_until=now - 0.5)  # drained after a slow-down
     health = platform_health(empty_ledger.engine, now, ("bilibili", "weibo", "urls", "facebook"))
     assert (health["bilibili"]["status"], health["bilibili"]["slowed_until"]) == ("rate_limited", now + 50)
