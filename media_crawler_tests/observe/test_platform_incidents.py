@@ -211,5 +211,8 @@ def test_a_quiet_platform_reads_zero_everywhere(empty_ledger):
     with empty_ledger.engine.begin() as conn:
         for n in range(3):
             failed_item(conn, T0 + n)
+        committed(conn, T0 + 1, "bilibili")
+    bilibili = platform_health(empty_ledger.engine, T0 + 10, ("bilibili",))["bilibili"]
+    assert (bilibili["outage_failures_1h"], bilibili["requests_ok_1h"], bilibili["last_failure_at"]) == (0, 1, None)
     # Asked on its own (the metrics do), the outage reads its incidents itself.
     assert platform_outage(empty_ledger.engine, T0 + 10, ("weibo",))["weibo"]["outage_state"] == "down"
