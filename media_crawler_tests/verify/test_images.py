@@ -222,3 +222,22 @@ def test_an_mpo_picture_beyond_the_decode_budget_is_too_large(tmp_path):
     with pytest.raises(CrawlError) as caught:
         verify_image(write(tmp_path, buffer.getvalue()))
     assert caught.value.error_class is ErrorClass.TOO_LARGE and "picture 2 of 4001x4000" in caught.value.message
+
+
+def test_every_frame_of_an_apng_is_decoded(tmp_path):
+    """The second frame's data cut in half (its chunk's CRC made right): only decoding it tells."""
+    import io
+
+    frames = [Image.new("RGB", (16, 16), (shade, 0, 0)) for shade in (0, 60)]
+    for frame in frames:
+        frame.putpixel((3, 3), (0, 255, 0))
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format="PNG", save_all=True, append_images=frames[1:])
+    data, at, chunks = buffer.getvalue(), 8, []
+    while at < len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        payload = data[at + 8:at + 8 + length]
+        chunks.append((kind, payload[:4] + payload[4:4 + (length - 4) // 2] if kind == b"fdAT" else payload))
+        at += 12 + length
+    assert verify_image(write(tmp_path, data, "whole")).frames == 2
+    assert "truncated" in corrupt_message(write(tmp_path, png_with(chunks), "cut"))
