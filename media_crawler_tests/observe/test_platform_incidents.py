@@ -212,6 +212,8 @@ def test_a_quiet_platform_reads_zero_everywhere(empty_ledger):
         for n in range(3):
             failed_item(conn, T0 + n)
         committed(conn, T0 + 1, "bilibili")
+        # Downloaded more than an hour ago, committed within it: not a download of the hour.
+        item(conn, "committed", "bilibili", finished_at=T0 - 4000, committed_at=T0 - 100, sha256="1" * 64, size=1)
     bilibili = platform_health(empty_ledger.engine, T0 + 10, ("bilibili",))["bilibili"]
     assert (bilibili["outage_failures_1h"], bilibili["requests_ok_1h"], bilibili["last_failure_at"]) == (0, 1, None)
     # Asked on its own (the metrics do), the outage reads its incidents itself.
