@@ -341,8 +341,9 @@ def main() -> int:
     survivors: list[str] = []
     with tempfile.TemporaryDirectory(prefix="mutate-") as folder:
         copy_root = Path(folder) / "repo"
-        # deploy/: the alert rules some tests replay through promtool.
-        for part in ("media_crawler", "media_crawler_tests", "deploy", "pyproject.toml", "workspace.yaml", "dagster.yaml"):
+        # media_crawler_sim/: the builders of crafted media; deploy/: the alert rules some tests replay.
+        for part in ("media_crawler", "media_crawler_sim", "media_crawler_tests", "deploy", "pyproject.toml",
+                     "workspace.yaml", "dagster.yaml"):
             source = REPO / part
             if source.is_dir():
                 shutil.copytree(source, copy_root / part, ignore=shutil.ignore_patterns("__pycache__"))

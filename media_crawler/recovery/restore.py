@@ -182,7 +182,10 @@ def first_successful_partition(instance, since: float) -> dict | None:
     if not finished:
         return None
     first = min(finished, key=lambda record: record.end_time)
-    return {"run_id": first.dagster_run.run_id, "partition": first.dagster_run.tags.get("dagster/partition"),
+    from media_crawler.shards import partitions_of_run
+
+    keys = partitions_of_run(first.dagster_run.tags)  # one, or the partitions of a ranged run
+    return {"run_id": first.dagster_run.run_id, "partition": " ".join(keys) if keys else None,
             "ended_at": first.end_time, "after_restore_began_s": round(first.end_time - since, 3)}
 
 

@@ -226,9 +226,15 @@ def _v6_lease_index(conn: Connection) -> None:
         index.create(conn, checkfirst=True)
 
 
+def _v7_unfinished_index(conn: Connection) -> None:
+    # A partial index (unfinished rows only): built before this transaction on PostgreSQL.
+    for index in _indexes_added(after=6, upto=7):
+        index.create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create, 2: _v2_time_indexes, 3: _v3_wait_columns,
                                                        4: _v4_partition_layout, 5: _v5_item_feed_errors,
-                                                       6: _v6_lease_index}
+                                                       6: _v6_lease_index, 7: _v7_unfinished_index}
 
 
 # Session-level advisory lock: one process at a time builds indexes concurrently.

@@ -9,8 +9,8 @@ import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.verify.mp4 import MAX_TOP_LEVEL_BOXES, verify_mp4
-from media_crawler_tests.verify.media import (CHUNK_OFFSET_SENTINEL, FRAGMENTED_MOOV, FTYP, MDAT, MOOF, MOOV, STYP, box,
-                                              fragment, full_box, movie_box, mp4, sample_table)
+from media_crawler_sim.hostile.builders import (CHUNK_OFFSET_SENTINEL, FRAGMENTED_MOOV, FTYP, MDAT, MOOF, MOOV, STYP,
+                                                box, fragment, full_box, movie_box, mp4, sample_table)
 
 
 def write(tmp_path, data: bytes):
