@@ -20,13 +20,13 @@ What is kept, and where:
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Mapping, Protocol
 from urllib.parse import unquote, urlsplit
 
 import certifi
 import urllib3
-from urllib3 import HTTPHeaderDict
 from urllib3.util import make_headers
 
 from media_crawler.environment import ca_bundle_override
@@ -72,12 +72,9 @@ class MediaTransport:
         text holds the URL, so callers report the exception's type only.
         """
         manager = self._manager_for(self.proxy_for(url))
-        merged = HTTPHeaderDict(DEFAULT_HEADERS)  # case-insensitive: the request's "accept" replaces ours
-        merged.update(headers)
         return manager.urlopen(
-            method, url, headers=merged, redirect=False, retries=NO_RETRIES,
-            preload_content=preload, decode_content=False,
-            timeout=urllib3.Timeout(connect=timeouts.connect, read=timeouts.read))
+            method, url, headers=_with_defaults(headers), redirect=False, retries=NO_RETRIES,
+            preload_content=preload, decode_content=False, timeout=_urllib3_timeout(timeouts))
 
     def close(self) -> None:
         with self._lock:
@@ -111,6 +108,22 @@ class MediaTransport:
     def _pinned(manager: urllib3.PoolManager) -> urllib3.PoolManager:
         manager.pool_classes_by_scheme = dict(PINNED_POOL_CLASSES)
         return manager
+
+
+def _with_defaults(headers: Mapping[str, str]) -> dict[str, str]:
+    """DEFAULT_HEADERS under the request's own, compared without case (the request's
+    "accept" replaces our "Accept"): a plain dict, which urllib3 sends as it is."""
+    mine = {name.lower() for name in headers}
+    merged = {name: value for name, value in DEFAULT_HEADERS.items() if name.lower() not in mine}
+    merged.update(headers)
+    return merged
+
+
+@functools.lru_cache(maxsize=64)
+def _urllib3_timeout(timeouts: Timeouts) -> urllib3.Timeout:
+    """urllib3's Timeout of `timeouts` (frozen, a handful per run), made once: urllib3
+    clones it per request anyway, so sharing one is safe."""
+    return urllib3.Timeout(connect=timeouts.connect, read=timeouts.read)
 
 
 class CarriesMedia(Protocol):
