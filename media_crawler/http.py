@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import email.parser
+import functools
 import http.client
 import re
 import time
@@ -37,6 +38,9 @@ class Timeouts:
     stall: float = 30.0
 
 
+# An item's URL is redacted three times on its way (the request, the response, the retry
+# log's context): the latest few are remembered (they are in memory anyway).
+@functools.lru_cache(maxsize=256)
 def redact_url(url: str) -> str:
     """scheme://host[:port]/path, without userinfo, query or fragment.
 
