@@ -20,19 +20,21 @@ What is kept, and where:
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Mapping, Protocol
 from urllib.parse import unquote, urlsplit
 
 import certifi
 import urllib3
-from urllib3 import HTTPHeaderDict
+from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.util import make_headers
 
 from media_crawler.environment import ca_bundle_override
 from media_crawler.http import NO_RETRIES, Timeouts
 from media_crawler.net.pinning import PINNED_POOL_CLASSES
 from media_crawler.net.proxies import PerOrigin, environment_proxy
+from media_crawler.net.targets import Target
 
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
@@ -57,12 +59,14 @@ class MediaTransport:
                                "cert_reqs": "CERT_REQUIRED", "ca_certs": ca_bundle_override() or certifi.where()}
         self._direct = self._pinned(urllib3.PoolManager(**self._pool_settings))
         self._via_proxy: dict[str, urllib3.PoolManager] = {}
+        # The direct manager's pool per origin (scheme, host, port), looked up without urllib3's URL parse.
+        self._direct_pools: dict[tuple[str, str, int], HTTPConnectionPool] = {}
         # The environment's proxy for a URL (None: direct), read once per origin.
         self.proxy_for = PerOrigin(environment_proxy)
         self._lock = threading.Lock()
 
     def request(self, method: str, url: str, headers: Mapping[str, str], *, timeouts: Timeouts,
-                preload: bool = False) -> urllib3.BaseHTTPResponse:
+                preload: bool = False, target: Target | None = None) -> urllib3.BaseHTTPResponse:
         """One exchange with `url`, redirects not followed, body not decoded.
 
         Call it under net/pinning.py `under_policy` (net/redirects.py does):
@@ -70,18 +74,36 @@ class MediaTransport:
         on the connection for the caller to stream; release_conn() hands the
         connection back. urllib3's exceptions are raised as they are: their
         text holds the URL, so callers report the exception's type only.
+        target: `url`'s parse (net/targets.py), when the caller has it: a direct
+        request then goes straight to its origin's pool, without urllib3
+        parsing the URL again and building the pool key (about 10 us a request).
         """
-        manager = self._manager_for(self.proxy_for(url))
-        merged = HTTPHeaderDict(DEFAULT_HEADERS)  # case-insensitive: the request's "accept" replaces ours
-        merged.update(headers)
-        return manager.urlopen(
-            method, url, headers=merged, redirect=False, retries=NO_RETRIES,
-            preload_content=preload, decode_content=False,
-            timeout=urllib3.Timeout(connect=timeouts.connect, read=timeouts.read))
+        options = {"headers": _with_defaults(headers), "redirect": False, "retries": NO_RETRIES,
+                   "preload_content": preload, "decode_content": False, "timeout": _urllib3_timeout(timeouts)}
+        proxy = self.proxy_for(url)
+        if target is not None and proxy is None:
+            pool = self._direct_pools.get(target.origin)
+            if pool is not None:
+                return pool.urlopen(method, _request_uri(target), assert_same_host=False, **options)
+            response = self._direct.urlopen(method, url, **options)
+            self._remember_direct_pool(target)
+            return response
+        return self._manager_for(proxy).urlopen(method, url, **options)
+
+    def _remember_direct_pool(self, target: Target) -> None:
+        # The pool the manager just used for this origin. urllib3 2.x does not close a pool
+        # it drops for room (it is garbage once unreferenced), so one remembered here stays
+        # usable; close() forgets them all with the manager's. At most num_pools are kept.
+        host = f"[{target.host}]" if target.address is not None and target.address.version == 6 else target.host
+        with self._lock:
+            if len(self._direct_pools) >= self._pool_settings["num_pools"]:
+                self._direct_pools.clear()
+            self._direct_pools[target.origin] = self._direct.connection_from_host(host, target.port, target.scheme)
 
     def close(self) -> None:
         with self._lock:
             managers, self._via_proxy = [self._direct, *self._via_proxy.values()], {}
+            self._direct_pools = {}
         for manager in managers:
             manager.clear()
 
@@ -111,6 +133,27 @@ class MediaTransport:
     def _pinned(manager: urllib3.PoolManager) -> urllib3.PoolManager:
         manager.pool_classes_by_scheme = dict(PINNED_POOL_CLASSES)
         return manager
+
+
+def _request_uri(target: Target) -> str:
+    """The path and query of a Target's URL (scheme://host[:port] then always a `/`)."""
+    return target.url[target.url.index("/", len(target.scheme) + 3):]
+
+
+def _with_defaults(headers: Mapping[str, str]) -> dict[str, str]:
+    """DEFAULT_HEADERS under the request's own, compared without case (the request's
+    "accept" replaces our "Accept"): a plain dict, which urllib3 sends as it is."""
+    mine = {name.lower() for name in headers}
+    merged = {name: value for name, value in DEFAULT_HEADERS.items() if name.lower() not in mine}
+    merged.update(headers)
+    return merged
+
+
+@functools.lru_cache(maxsize=64)
+def _urllib3_timeout(timeouts: Timeouts) -> urllib3.Timeout:
+    """urllib3's Timeout of `timeouts` (frozen, a handful per run), made once: urllib3
+    clones it per request anyway, so sharing one is safe."""
+    return urllib3.Timeout(connect=timeouts.connect, read=timeouts.read)
 
 
 class CarriesMedia(Protocol):

@@ -19,6 +19,7 @@ from media_crawler.http import Timeouts, parse_retry_after, redact_url
 from media_crawler.net.connect_errors import dropped_connection_class
 from media_crawler.net.policy import AddressRefused, UrlPolicy
 from media_crawler.net.redirects import get_following_redirects
+from media_crawler.net.targets import Target
 
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(?:(\d+)-(\d+)|\*)\s*/\s*(\d+|\*)\s*$", re.IGNORECASE)
 
@@ -46,7 +47,7 @@ def open_following_redirects(
     transport = media_transport_of(session)
 
     def send(target, hop_headers):
-        return _get(transport, target.url, hop_headers, timeouts)
+        return _get(transport, target, hop_headers, timeouts)
 
     response, _target = get_following_redirects(url_policy, url, headers, send, max_redirects=max_redirects,
                                                 proxy_for=transport.proxy_for)
@@ -74,16 +75,17 @@ class MediaResponse:
         self.close()
 
 
-def _get(transport: MediaTransport, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> MediaResponse:
+def _get(transport: MediaTransport, target: Target, headers: Mapping[str, str], timeouts: Timeouts) -> MediaResponse:
     """One GET, redirects not followed, with urllib3's failures turned into error classes.
 
     Messages name the exception type, never str(exc): urllib3 puts the full
     URL, query string and signature included, into its exception text.
-    `url` is a Target's: ASCII, normalized once by net/targets.py.
+    The URL sent is the Target's: ASCII, normalized once by net/targets.py.
     """
+    url = target.url
     safe_url = redact_url(url)
     try:
-        raw = transport.request("GET", url, headers, timeouts=timeouts)
+        raw = transport.request("GET", url, headers, timeouts=timeouts, target=target)
     except urllib3.exceptions.LocationValueError:
         raise CrawlError(ErrorClass.DISALLOWED_URL, f"unusable URL {safe_url}") from None
     except AddressRefused as exc:

@@ -24,6 +24,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 from urllib3.util import connection
 
+from media_crawler.http import QuickHeadersResponse
 from media_crawler.net.addresses import Address
 from media_crawler.net.policy import AddressRefused, UrlPolicy
 from media_crawler.net.targets import Target
@@ -64,6 +65,10 @@ class _PinnedMixin:
     """Mixed into urllib3's connections: resolve through the policy, dial only what it admitted."""
 
     _dialled: Address | None = None
+    # The policy this connection's address was last admitted under (policies are frozen).
+    _admitted_under: UrlPolicy | None = None
+    # Headers parsed without the email package when they are plain (http.py).
+    response_class = QuickHeadersResponse
 
     def _new_conn(self):
         if getattr(self, "proxy", None) is not None:
@@ -86,7 +91,7 @@ class _PinnedMixin:
             except OSError as exc:
                 last_error = exc
                 continue
-            self._dialled = address
+            self._dialled, self._admitted_under = address, policy  # resolve() admitted it
             sys.audit("http.client.connect", self, self.host, self.port)
             return sock
         # Chained: the cause tells a refusal from a reset (net/connect_errors.py).
@@ -95,11 +100,14 @@ class _PinnedMixin:
     def request(self, *args, **kwargs):
         # A kept-alive connection opened under one policy may be reused under
         # another: its address is judged again by the policy of this request.
+        # The same policy object as last time judged this address already: a frozen
+        # policy gives the same answer, so only another policy is asked again.
         policy = _current_policy()
-        if self._dialled is not None and getattr(self, "proxy", None) is None:
+        if self._dialled is not None and policy is not self._admitted_under and getattr(self, "proxy", None) is None:
             host = (self.host or "").strip("[]").rstrip(".").lower()
             if not policy.admits(host, self.port, self._dialled):
                 raise AddressRefused(f"{host} is connected to internal address {self._dialled}, not listed here")
+            self._admitted_under = policy
         return super().request(*args, **kwargs)
 
 

@@ -185,3 +185,25 @@ def test_a_dropped_connection_is_not_retried_by_urllib3():
             get(MediaTransport(), f"http://127.0.0.1:{port}/a.jpg", timeouts=Timeouts(connect=2, read=2))
         thread.join(timeout=2)
     assert info.value.error_class is ErrorClass.CONNECTION_RESET and len(accepted) == 1
+
+
+
+
+
+def test_after_close_the_transport_opens_new_pools(server):
+    # The transport remembers each origin's pool; close() must make it forget them.
+    url = server.route("/p.jpg", Reply(JPEG, content_type="image/jpeg"))
+    transport = MediaTransport(pool_size=1)
+
+    def fetch():
+        with get(transport, url) as response:
+            assert response.status_code == 200 and response.raw.read() == JPEG
+            response.raw.release_conn()
+
+    fetch()
+    fetch()
+    transport.close()
+    fetch()
+    fetch()
+    ports = [request.client_port for request in server.requests_to("/p.jpg")]
+    assert len(ports) == 4 and ports[1] == ports[0] and ports[2] != ports[0] and ports[3] == ports[2]

@@ -1,0 +1,91 @@
+"""http.py's quick header parse reads every header block as http.client's email parse does."""
+from __future__ import annotations
+
+import http.client
+import io
+import socket
+
+import pytest
+import urllib3
+
+from media_crawler.http import QuickHeadersResponse, parse_response_headers
+
+BLOCKS = [
+    b"Content-Type: image/jpeg\r\nContent-Length: 21434\r\nETag: \"37ab\"\r\n\r\n",
+    b"content-length:5\r\nX-Trailing:  two spaces after  \r\nX-Tab:\ta\tb\r\n\r\n",
+    b"Set-Cookie: a=1\r\nSet-Cookie: b=2\r\nX-Latin: caf\xe9 \x85 end\r\n\n",
+    b"X-Empty:\r\nX-Only-Blanks:   \r\n\r\n",
+    b"Content-Length: 3\r\n",  # the stream ended before the blank line
+    b"\r\n",
+    # Odd blocks, which go to the email parser: the result must be the stdlib's exactly.
+    b"X-Folded: one\r\n two\r\nContent-Length: 3\r\n\r\n",
+    b"Bad Name: x\r\nContent-Encoding: gzip\r\n\r\n",
+    b"no colon here\r\nContent-Length: 3\r\n\r\n",
+    b": empty name\r\nContent-Length: 3\r\n\r\n",
+    b"From nobody\r\nContent-Length: 3\r\n\r\n",
+    b"X-CR: a\rb\r\nContent-Length: 3\r\n\r\n",
+    b"X-Nul: a\x00b\r\n\r\n",
+    b" leading-continuation: x\r\nContent-Length: 3\r\n\r\n",
+    b"X-A: 1\nX-B: 2\n\n",
+]
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+def test_the_quick_parse_reads_what_the_email_parse_reads(block):
+    stdlib = http.client.parse_headers(io.BytesIO(block))
+    quick = parse_response_headers(io.BytesIO(block))
+    assert isinstance(quick, http.client.HTTPMessage)
+    assert quick.items() == stdlib.items()
+    assert [type(defect) for defect in quick.defects] == [type(defect) for defect in stdlib.defects]
+    assert (quick.get_payload() or "") == (stdlib.get_payload() or "")
+    for name in ("content-length", "content-encoding", "set-cookie", "x-folded"):
+        assert quick.get_all(name) == stdlib.get_all(name)
+
+
+def test_the_header_limits_are_http_clients():
+    too_many = b"".join(b"X-%d: y\r\n" % index for index in range(http.client._MAXHEADERS + 1)) + b"\r\n"
+    with pytest.raises(http.client.HTTPException):
+        parse_response_headers(io.BytesIO(too_many))
+    with pytest.raises(http.client.LineTooLong):
+        parse_response_headers(io.BytesIO(b"X-Long: " + b"a" * 70000 + b"\r\n\r\n"))
+
+
+ANSWERS = [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+    b"HTTP/1.1 100 Continue\r\nX-Skip: 1\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nhello",
+    b"HTTP/1.1 204 No Content\r\nContent-Length: 99\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: -1\r\n\r\nhello",
+    b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\nhello",
+]
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_a_quick_response_frames_the_body_as_http_client_does(answer):
+    def framed(response_class):
+        client, server = socket.socketpair()
+        with client, server:
+            server.sendall(answer)
+            server.shutdown(socket.SHUT_WR)
+            response = response_class(client, method="GET")
+            response.begin()
+            return (response.status, response.version, response.chunked, response.length, response.will_close,
+                    response.msg.items(), response.read())
+
+    assert framed(QuickHeadersResponse) == framed(http.client.HTTPResponse)
+
+
+def test_an_unknown_protocol_is_refused_as_http_client_refuses_it():
+    client, server = socket.socketpair()
+    with client, server:
+        server.sendall(b"HTTP/2.0 200 OK\r\n\r\n")
+        with pytest.raises(http.client.UnknownProtocol):
+            QuickHeadersResponse(client, method="GET").begin()
+
+
+def test_pinned_connections_read_headers_the_quick_way():
+    from media_crawler.net.pinning import PINNED_POOL_CLASSES
+
+    for pool_class in PINNED_POOL_CLASSES.values():
+        assert pool_class.ConnectionCls.response_class is QuickHeadersResponse
+        assert issubclass(pool_class.ConnectionCls, urllib3.connection.HTTPConnection)
