@@ -80,7 +80,17 @@ class Runtime:
         from media_crawler.platforms.transport import RequestsTransport
 
         return RequestsTransport(session=self.session, policy_for=self.api_policy, before_request=self.budget.acquire,
-                                 after_response=self._heed_usage_headers)
+                                 after_response=self._heed_usage_headers, keep_answer=self._answer_keeper())
+
+    def _answer_keeper(self):
+        """Where each API answer is kept as fetched (pipeline/answers.py), unless
+        `keep_api_answers: false` says not to."""
+        if not self.config.keep_api_answers:
+            return None
+        from media_crawler.pipeline.answers import AnswerKeeper
+        from media_crawler.store.open_store import open_answer_store
+
+        return AnswerKeeper(self.ledger, open_answer_store(self.config.store_root, create=True)).keep
 
     @functools.cached_property
     def _response_hooks(self) -> dict:

@@ -14,3 +14,14 @@ def open_blob_store(root: str | os.PathLike, *, create: bool = False) -> BlobSto
     missing (a run that writes); without it a check or a report leaves the disk as it is."""
     store = FilesystemBlobStore(root)
     return store.ensure() if create else store
+
+
+ANSWERS_FOLDER = "answers"
+
+
+def open_answer_store(root: str | os.PathLike, *, create: bool = False) -> BlobStore:
+    """The store of the API answers kept as fetched (pipeline/answers.py): a BlobStore of
+    its own beside the media's, so nothing that walks the media (integrity, reconcile,
+    verification, the demo's totals) meets JSON pages, and answers can be released apart."""
+    store = FilesystemBlobStore(os.path.join(root, ANSWERS_FOLDER))
+    return store.ensure() if create else store
