@@ -11,12 +11,13 @@ import json
 from dataclasses import dataclass
 from typing import Iterator
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 
 from media_crawler.store import schema
 from media_crawler.store.ledger import Ledger
 
 A = schema.api_answers
+PAGE_ROWS = 1000
 
 
 @dataclass(frozen=True)
@@ -41,19 +42,28 @@ def record_answer(ledger: Ledger, answer: KeptAnswer) -> None:
 
 def kept_answers(ledger: Ledger, *, since: float | None = None, until: float | None = None,
                  platform: str | None = None) -> Iterator[KeptAnswer]:
-    """The kept answers fetched in [since, until) (of `platform`), oldest first, streamed."""
-    query = select(A).order_by(A.c.fetched_at, A.c.id)
+    """The kept answers fetched in [since, until) (of `platform`), oldest first, streamed a
+    page per transaction (as reports/reads.py `committed_rows`, and for the same reason)."""
+    query = select(A).order_by(A.c.fetched_at, A.c.id).limit(PAGE_ROWS)
     if since is not None:
         query = query.where(A.c.fetched_at >= since)
     if until is not None:
         query = query.where(A.c.fetched_at < until)
     if platform:
         query = query.where(A.c.platform == platform)
-    with ledger.engine.connect() as conn:
-        for row in conn.execution_options(stream_results=True, yield_per=1000).execute(query):
+    after: tuple[float, int] | None = None
+    while True:
+        page = query if after is None else query.where(
+            or_(A.c.fetched_at > after[0], and_(A.c.fetched_at == after[0], A.c.id > after[1])))
+        with ledger.engine.connect() as conn:
+            rows = conn.execute(page).all()
+        for row in rows:
             yield KeptAnswer(platform=row.platform, url=row.url, fetched_at=row.fetched_at, status=row.status,
                              reason=row.reason, headers=tuple((str(n), str(v)) for n, v in json.loads(row.headers)),
                              sha256=row.sha256, size=row.size)
+        if len(rows) < PAGE_ROWS:
+            return
+        after = (rows[-1].fetched_at, rows[-1].id)
 
 
 def answer_volume(ledger: Ledger) -> tuple[int, int]:

@@ -11,12 +11,15 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 
 from media_crawler.store.ledger import COMMITTED, FAILED, FINISHED_STATES, GONE, RETRY_WAIT, STATES, Ledger, T
 
 # Named, not "not finished": an IN list over the few unfinished states can use the
 # state index, where NOT IN reads every row of a million-row ledger on each sensor tick.
+# Rows a streamed read takes per transaction.
+PAGE_ROWS = 1000
+
 UNFINISHED_STATES = [state for state in STATES if state not in FINISHED_STATES]
 
 
@@ -43,22 +46,56 @@ class CommittedRow:
     published_at: str | None
     committed_at: float | None
     meta: dict[str, Any]
+    # For the archive (export --format wacz):
+    id: int = 0
+    media_url: str = ""  # "" once compacted, and for a row the crawler made (a mux)
+    finished_at: float | None = None  # when its download finished (None: committed without one)
+    media_response: dict[str, Any] | None = None  # what the completing response said (schema 7)
 
 
-def committed_rows(ledger: Ledger, *, since: float | None = None, platform: str | None = None) -> Iterator[CommittedRow]:
-    """Committed rows in commit order (committed at or after `since`, of `platform`), streamed."""
-    query = select(T).where(T.c.state == COMMITTED).order_by(T.c.committed_at, T.c.id)
+def committed_rows(ledger: Ledger, *, since: float | None = None, until: float | None = None,
+                   platform: str | None = None) -> Iterator[CommittedRow]:
+    """Committed rows in commit order (committed in [since, until), of `platform`), streamed
+    a page at a time: each page is a short transaction of its own, so a long export holds
+    no transaction open (on SQLite every transaction takes the write lock, and a crawl
+    writing meanwhile would wait for the export's end)."""
+    query = select(T).where(T.c.state == COMMITTED).order_by(T.c.committed_at, T.c.id).limit(PAGE_ROWS)
     if since is not None:
         query = query.where(T.c.committed_at >= since)
+    if until is not None:
+        query = query.where(T.c.committed_at < until)
     if platform:
         query = query.where(T.c.platform == platform)
+    after: tuple[float, int] | None = None
+    while True:
+        page = query if after is None else query.where(
+            or_(T.c.committed_at > after[0], and_(T.c.committed_at == after[0], T.c.id > after[1])))
+        with ledger.engine.connect() as conn:
+            rows = conn.execute(page).all()
+        for row in rows:
+            yield _committed(row)
+        if len(rows) < PAGE_ROWS:
+            return
+        after = (rows[-1].committed_at, rows[-1].id)
+
+
+def first_commit_of(ledger: Ledger, sha256: str) -> CommittedRow | None:
+    """The committed row that first holds these bytes (by commit time, then id): an
+    archive's original capture of them, every later one a revisit."""
+    query = (select(T).where(T.c.sha256 == sha256, T.c.state == COMMITTED)
+             .order_by(T.c.committed_at, T.c.id).limit(1))
     with ledger.engine.connect() as conn:
-        for row in conn.execute(query):
-            yield CommittedRow(
-                platform=row.platform, item_id=row.item_id, variant=row.variant, kind=row.kind,
-                canonical_url=row.canonical_url, sha256=row.sha256, size=row.size, group_key=row.group_key,
-                source_key=row.source_key, day=row.day, published_at=row.published_at,
-                committed_at=row.committed_at, meta=json.loads(row.meta or "{}"))
+        row = conn.execute(query).first()
+    return _committed(row) if row is not None else None
+
+
+def _committed(row: Any) -> CommittedRow:
+    return CommittedRow(
+        platform=row.platform, item_id=row.item_id, variant=row.variant, kind=row.kind,
+        canonical_url=row.canonical_url, sha256=row.sha256, size=row.size, group_key=row.group_key,
+        source_key=row.source_key, day=row.day, published_at=row.published_at,
+        committed_at=row.committed_at, meta=json.loads(row.meta or "{}"), id=row.id, media_url=row.media_url or "",
+        finished_at=row.finished_at, media_response=json.loads(row.media_response) if row.media_response else None)
 
 
 def totals_by_platform_kind_state(ledger: Ledger) -> list[tuple[str, str, str, int, int | None]]:
