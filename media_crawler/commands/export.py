@@ -49,14 +49,18 @@ def manifest_rows(ledger, store, since: float | None = None, platform: str | Non
 def window(args: argparse.Namespace) -> tuple[float | None, float | None]:
     """(since, until) in unix seconds from --since or --day."""
     from media_crawler.commands.durations import since_to_epoch
+    from media_crawler.commands.selection import UsageError
 
     if args.day:
         try:
             start = datetime.combine(date.fromisoformat(args.day), datetime.min.time(), tzinfo=timezone.utc)
         except ValueError:
-            raise ValueError(f"--day takes a date like 2024-05-01, not {args.day!r}") from None
+            raise UsageError(f"--day takes a date like 2024-05-01, not {args.day!r}") from None
         return start.timestamp(), start.timestamp() + DAY_S
-    return since_to_epoch(args.since), None
+    try:
+        return since_to_epoch(args.since), None
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,8 +68,10 @@ def run(args: argparse.Namespace) -> int:
     from media_crawler.store.ledger import Ledger
     from media_crawler.store.open_store import open_blob_store
 
+    from media_crawler.commands.selection import UsageError
+
     if args.format == "wacz" and not args.out:
-        raise ValueError("--format wacz needs --out FILE (a ZIP is not written to a terminal)")
+        raise UsageError("--format wacz needs --out FILE (a ZIP is not written to a terminal)")
     since, until = window(args)
     config = load_config(args.config)
     ledger, store = Ledger(config.ledger_url), open_blob_store(config.store_root)

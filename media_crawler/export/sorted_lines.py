@@ -16,9 +16,8 @@ RUN_LINES = 100_000
 
 
 class SortedLines:
-    def __init__(self, folder: str | os.PathLike, *, unique: bool = False, run_lines: int = RUN_LINES) -> None:
+    def __init__(self, folder: str | os.PathLike, *, run_lines: int = RUN_LINES) -> None:
         self.folder = Path(folder)
-        self.unique = unique
         self.run_lines = run_lines
         self._pending: list[bytes] = []
         self._runs: list[Path] = []
@@ -36,15 +35,10 @@ class SortedLines:
         self._pending = []
 
     def lines(self) -> Iterator[bytes]:
-        """Every line added, sorted (and each once, when unique), with its newline."""
+        """Every line added, sorted, with its newline."""
         files = [open(path, "rb") for path in self._runs]
         try:
-            previous = None
-            for line in heapq.merge(*files, sorted(self._pending)):
-                if self.unique and line == previous:
-                    continue
-                previous = line
-                yield line
+            yield from heapq.merge(*files, sorted(self._pending))
         finally:
             for run in files:
                 run.close()

@@ -89,7 +89,7 @@ def export_wacz(out: str | os.PathLike, ledger: Ledger, media: BlobStore, answer
     partial = out.with_name(f".{out.name}.part")
     counts = ExportCounts()
     with tempfile.TemporaryDirectory(prefix="wacz-", dir=out.parent) as scratch:
-        index, pages = SortedLines(scratch), SortedLines(scratch, unique=True)
+        index, pages = SortedLines(scratch), SortedLines(scratch)
         try:
             with zipfile.ZipFile(partial, "w", allowZip64=True) as package:
                 # The WARC first: its records fill the index and page lines.
@@ -100,7 +100,7 @@ def export_wacz(out: str | os.PathLike, ledger: Ledger, media: BlobStore, answer
                 created = max(counts.newest, ZIP_EPOCH)
                 counts.resources.append(_write_lines(package, INDEX_NAME, index.lines()))
                 header = json.dumps(PAGES_HEADER).encode() + b"\n"
-                counts.resources.append(_write_lines(package, PAGES_NAME, _then(header, pages.lines())))
+                counts.resources.append(_write_lines(package, PAGES_NAME, _then(header, _one_per_post(pages.lines()))))
                 datapackage = json.dumps({
                     "profile": "data-package", "wacz_version": WACZ_VERSION, "title": "media-crawler export",
                     "created": _iso(created), "software": SOFTWARE, "resources": counts.resources,
@@ -181,7 +181,18 @@ def _page(row: CommittedRow) -> str | None:
     page = {"id": hashlib.sha256(url.encode()).hexdigest()[:32], "url": url, "ts": ts}
     if meta.get("title"):
         page["title"] = str(meta["title"])
-    return json.dumps(page, ensure_ascii=False, sort_keys=True)
+    # Keyed by the URL (sorted lines are grouped by it), one page per post kept below.
+    return f"{page['id']}\t{json.dumps(page, ensure_ascii=False, sort_keys=True)}"
+
+
+def _one_per_post(lines: Iterator[bytes]) -> Iterator[bytes]:
+    """The first page line of each post (its items may disagree on a title: a part's)."""
+    previous = None
+    for line in lines:
+        key, page = line.split(b"\t", 1)
+        if key != previous:
+            previous = key
+            yield page
 
 
 def _warcinfo() -> Record:
