@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from media_crawler.config import load_config
+from media_crawler.errors import CrawlError
 from media_crawler.models import DayWindow
 from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import download_partition
@@ -40,13 +41,17 @@ def write_home_config(home: Path, base_url: str, sources: list[dict], *, mux: bo
 
 
 def crawl_days(config_path: Path, days: list[str]) -> Runtime:
-    """Every source of the configuration through the four stages (and the mux) for `days`."""
+    """Every source of the configuration through the four stages (and the mux) for `days`;
+    a feed walk that fails (as a partition's would, red) leaves what it found to the others."""
     config = load_config(config_path)
     runtime = Runtime.from_config(config)
     for day in days:
         window = DayWindow(date.fromisoformat(day))
         for source in config.sources:
-            discover(runtime, source, window)
+            try:
+                discover(runtime, source, window)
+            except CrawlError:  # a page failed (the echo profile's error answers): the rest goes on
+                pass
             download_partition(runtime, source, window)
             verify_partition(runtime, source, window)
             commit_partition(runtime, source, window)
