@@ -154,7 +154,7 @@ def _refuse_unknown(where: str, raw: Mapping[str, Any], known: frozenset[str], p
                           f"{shown_some(unknown)} in {where} (known: {', '.join(sorted(known))})")
 
 
-def _flag(where: str, value: Any, default: bool) -> bool:
+def _bool(where: str, value: Any, default: bool) -> bool:
     if value is None:
         return default
     if not isinstance(value, bool):
@@ -229,7 +229,7 @@ def _config_from_dict(raw: Mapping[str, Any], path: Path | None, sources: tuple[
         workers=_int("workers", raw.get("workers"), 1, minimum=1),
         max_item_bytes=_int("max_item_bytes", raw.get("max_item_bytes"), 2 * 1024**3, minimum=1),
         min_free_bytes=_int("min_free_bytes", raw.get("min_free_bytes"), 512 * 1024**2),
-        keep_api_answers=_flag("keep_api_answers", raw.get("keep_api_answers"), True),
+        keep_api_answers=_bool("keep_api_answers", raw.get("keep_api_answers"), True),
         path=path,
         raw=dict(raw),
         layout=_layout(raw.get("partitions"), path),

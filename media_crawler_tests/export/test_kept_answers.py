@@ -1,0 +1,48 @@
+"""The API answers kept as fetched: one ledger row per answer, one blob per distinct body
+(identical answers stored once), nothing kept when `keep_api_answers: false`; the body
+scrubbed by value, byte for byte, and nothing else of it changed."""
+from __future__ import annotations
+
+import sqlite3
+
+from media_crawler.scrub import MASK, mask_secrets_in_bytes, register_secret
+from media_crawler.store.open_store import open_answer_store
+from media_crawler_tests.export.support import crawl_days, write_home_config
+
+
+def _answers(home) -> list[tuple]:
+    with sqlite3.connect(home / "ledger.db") as conn:
+        return conn.execute("SELECT url, status, sha256, size, headers FROM mc_api_answers").fetchall()
+
+
+def test_identical_answers_are_one_blob_and_each_fetch_a_row(crawl_home, simulator):
+    config = write_home_config(crawl_home, simulator.base_url, [{"urls": f"{simulator.base_url}/urls/demo.json"}])
+    day = simulator.truth()["days"][-1]
+    crawl_days(config, [day])
+    crawl_days(config, [day])  # the feed walked again: the same answer
+    answers = _answers(crawl_home)
+    assert len(answers) == 2 and answers[0][2] == answers[1][2] and answers[0][1] == 200
+    store = open_answer_store(crawl_home / "store")
+    assert list(store.iter_sha256s()) == [answers[0][2]]
+    assert store.size(answers[0][2]) == answers[0][3]
+    assert "Content-Length" not in answers[0][4]  # the export writes the kept body's length
+
+
+def test_keeping_is_off_with_the_setting(crawl_home, simulator):
+    config = write_home_config(crawl_home, simulator.base_url, [{"urls": f"{simulator.base_url}/urls/demo.json"}],
+                               keep_api_answers=False)
+    crawl_days(config, [simulator.truth()["days"][-1]])
+    assert _answers(crawl_home) == []
+    assert not (crawl_home / "store" / "answers").exists()
+
+
+def test_a_body_is_scrubbed_by_value_and_nothing_else_changes():
+    secret = "kept-answer-secret/+=%2C"
+    register_secret(secret)
+    body = ('{"next": "https://x.test/p?access_token=' + secret + '&a=1", "echo": "'
+            + "a2VwdC1hbnN3ZXItc2VjcmV0Lys9JTJD" + '", "title": "\u4f60\u597d"}').encode()
+    kept = mask_secrets_in_bytes(body, ["request-only-value"])
+    assert secret.encode() not in kept and b"a2VwdC1hbnN3ZXItc2VjcmV0Lys9JTJD" not in kept  # raw and base64
+    assert kept == body.replace(secret.encode(), MASK.encode()).replace(
+        b"a2VwdC1hbnN3ZXItc2VjcmV0Lys9JTJD", MASK.encode())
+    assert mask_secrets_in_bytes(b"x request-only-value y", ["request-only-value"]) == b"x *** y"
