@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterator
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, or_, select
 
 from media_crawler.store import schema
 from media_crawler.store.ledger import Ledger
@@ -65,9 +65,3 @@ def kept_answers(ledger: Ledger, *, since: float | None = None, until: float | N
             return
         after = (rows[-1].fetched_at, rows[-1].id)
 
-
-def answer_volume(ledger: Ledger) -> tuple[int, int]:
-    """(answers kept, bytes their rows name; a body kept twice is stored once but counted twice)."""
-    with ledger.engine.connect() as conn:
-        count, size = conn.execute(select(func.count(), func.coalesce(func.sum(A.c.size), 0))).one()
-    return int(count), int(size)

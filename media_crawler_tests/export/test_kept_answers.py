@@ -27,6 +27,22 @@ def test_identical_answers_are_one_blob_and_each_fetch_a_row(crawl_home, simulat
     assert store.size(answers[0][2]) == answers[0][3]
     assert "Content-Length" not in answers[0][4]  # the export writes the kept body's length
 
+    # Their volume, in the status document and the metrics.
+    from prometheus_client import generate_latest
+
+    from media_crawler.config import load_config
+    from media_crawler.observe.metrics import ledger_registry
+    from media_crawler.observe.status import build_status
+    from media_crawler.store.ledger import Ledger
+
+    loaded = load_config(config)
+    engine = Ledger(loaded.ledger_url).engine
+    expected = {"urls": {"answers": 2, "bytes": 2 * answers[0][3]}}
+    assert build_status(engine, loaded, now=0.0)["api_answers_kept"] == expected
+    scraped = generate_latest(ledger_registry(engine, loaded)).decode()
+    assert 'media_crawler_api_answers_kept{platform="urls"} 2.0' in scraped
+    assert f'media_crawler_api_answers_kept_bytes{{platform="urls"}} {float(2 * answers[0][3])}' in scraped
+
 
 def test_keeping_is_off_with_the_setting(crawl_home, simulator):
     config = write_home_config(crawl_home, simulator.base_url, [{"urls": f"{simulator.base_url}/urls/demo.json"}],
