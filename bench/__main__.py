@@ -23,6 +23,7 @@ BENCHMARKS = {  # name -> what it measures (each module's docstring says more)
     "ab_config_load": "A/B: a run worker loading sources.yaml, parsed against cached",
     "limits": "the resource bounds the tests used to assert: fetch-urls RSS, the lazy world's heap, a shard walk",
     "ab_round_trips": "A/B: two per-call costs, a ledger round trip and requests' environment settings",
+    "export_wacz": "`export --format wacz` of a synthesized crawl: items/s and peak RSS at 1,000 and 10,000 items",
 }
 
 
