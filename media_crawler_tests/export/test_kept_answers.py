@@ -62,3 +62,18 @@ def test_a_body_is_scrubbed_by_value_and_nothing_else_changes():
     assert kept == body.replace(secret.encode(), MASK.encode()).replace(
         b"a2VwdC1hbnN3ZXItc2VjcmV0Lys9JTJD", MASK.encode())
     assert mask_secrets_in_bytes(b"x request-only-value y", ["request-only-value"]) == b"x *** y"
+
+
+def test_backup_and_restore_carry_the_kept_answers(crawl_home, simulator, tmp_path):
+    from media_crawler.config import load_config
+    from media_crawler.recovery.backup import backup
+    from media_crawler.recovery.restore import restore
+
+    config = write_home_config(crawl_home, simulator.base_url, [{"urls": f"{simulator.base_url}/urls/demo.json"}])
+    crawl_days(config, [simulator.truth()["days"][-1]])
+    kept = set(open_answer_store(crawl_home / "store").iter_sha256s())
+    assert kept
+    backup(load_config(config), None, tmp_path / "backup")
+    restored = tmp_path / "restored"
+    restore(tmp_path / "backup", restored)
+    assert set(open_answer_store(restored / "store").iter_sha256s()) == kept
