@@ -28,10 +28,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
+from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.export.records import IndexEntry, answer_records, item_date, item_record
 from media_crawler.export.sorted_lines import SortedLines
 from media_crawler.export.surt import surt
 from media_crawler.export.warc import Record, WarcWriter, cdx_timestamp, record_id, warc_date
+from media_crawler.scrub import scrub_url
 from media_crawler.store.answers import KeptAnswer, kept_answers
 from media_crawler.store.blob_store import BlobStore
 from media_crawler.store.ledger import Ledger
@@ -121,7 +123,7 @@ def _write_warc(writer: WarcWriter, ledger: Ledger, media: BlobStore, answers: B
     writer.write(_warcinfo())
     for _when, _kind, _order, thing in heapq.merge(_answers(ledger, scope), _items(ledger, scope)):
         if isinstance(thing, KeptAnswer):
-            with answers.open(thing.sha256) as body:
+            with _opened(answers, thing.sha256, thing.url) as body:
                 response, request, entry = answer_records(thing, body)
                 _index(index, entry, writer.write(response))
             writer.write(request)
@@ -133,7 +135,7 @@ def _write_warc(writer: WarcWriter, ledger: Ledger, media: BlobStore, answers: B
         opened: list[BinaryIO] = []
 
         def open_blob(sha256: str) -> BinaryIO:
-            opened.append(media.open(sha256))
+            opened.append(_opened(media, sha256, row.canonical_url))
             return opened[-1]
 
         try:
@@ -150,6 +152,16 @@ def _write_warc(writer: WarcWriter, ledger: Ledger, media: BlobStore, answers: B
         page = _page(row)
         if page is not None:
             pages.add(page)
+
+
+def _opened(store: BlobStore, sha256: str, url: str) -> BinaryIO:
+    """The blob, or a classified error naming it: an archive that silently lacks a record
+    would pass for whole."""
+    try:
+        return store.open(sha256)
+    except FileNotFoundError:
+        raise CrawlError(ErrorClass.STORAGE_ERROR, f"blob {sha256} of {scrub_url(url)} is not in the store "
+                         "(media-crawler reconcile finds and repairs lost blobs)") from None
 
 
 def _answers(ledger: Ledger, scope: ExportScope) -> Iterator[tuple]:

@@ -77,3 +77,18 @@ def test_backup_and_restore_carry_the_kept_answers(crawl_home, simulator, tmp_pa
     restored = tmp_path / "restored"
     restore(tmp_path / "backup", restored)
     assert set(open_answer_store(restored / "store").iter_sha256s()) == kept
+
+
+def test_a_lost_blob_fails_the_export_with_one_classified_line(crawl_home, simulator, tmp_path, capsys):
+    from media_crawler.cli import main
+
+    config = write_home_config(crawl_home, simulator.base_url, [{"urls": f"{simulator.base_url}/urls/demo.json"}])
+    crawl_days(config, [simulator.truth()["days"][-1]])
+    store = open_answer_store(crawl_home / "store")
+    [lost] = list(store.iter_sha256s())
+    store.quarantine(lost)
+    out = tmp_path / "lost.wacz"
+    assert main(["export", "--config", str(config), "--format", "wacz", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert '"error_class": "storage_error"' in err and lost in err and "Traceback" not in err
+    assert not out.exists() and not list(tmp_path.glob(".lost.wacz*"))
