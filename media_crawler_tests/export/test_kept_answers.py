@@ -92,3 +92,23 @@ def test_a_lost_blob_fails_the_export_with_one_classified_line(crawl_home, simul
     err = capsys.readouterr().err
     assert '"error_class": "storage_error"' in err and lost in err and "Traceback" not in err
     assert not out.exists() and not list(tmp_path.glob(".lost.wacz*"))
+
+
+def test_on_postgresql_answers_are_kept_and_exported(crawl_home, simulator, postgres, monkeypatch, tmp_path):
+    from media_crawler.cli import main
+    from media_crawler.store.answers import kept_answers
+    from media_crawler.store.ledger import Ledger
+    from media_crawler_tests.export.support import warc_records
+
+    url = postgres.create()
+    monkeypatch.setenv("MEDIA_CRAWLER_LEDGER_URL", url)  # wins over the file's ledger_url
+    config = write_home_config(crawl_home, simulator.base_url, [{"urls": f"{simulator.base_url}/urls/demo.json"}])
+    crawl_days(config, [simulator.truth()["days"][-1]])
+    [answer] = list(kept_answers(Ledger(url)))
+    out = tmp_path / "pg.wacz"
+    assert main(["export", "--config", str(config), "--format", "wacz", "--out", str(out)]) == 0
+    records = warc_records(out)
+    assert [r["headers"]["WARC-Payload-Digest"] for r in records if r["type"] == "response"][0] == \
+        f"sha256:{answer.sha256}"
+    committed = Ledger(url).state_counts()["committed"]
+    assert committed > 1 and sum(r["type"] == "response" for r in records) == 1 + committed
