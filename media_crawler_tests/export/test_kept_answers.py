@@ -112,3 +112,23 @@ def test_on_postgresql_answers_are_kept_and_exported(crawl_home, simulator, post
         f"sha256:{answer.sha256}"
     committed = Ledger(url).state_counts()["committed"]
     assert committed > 1 and sum(r["type"] == "response" for r in records) == 1 + committed
+
+
+def test_what_the_media_response_said_survives_compaction(crawl_home, simulator):
+    import json
+    import time
+
+    from media_crawler.store.compaction import compact
+    from media_crawler.store.ledger import Ledger
+
+    config = write_home_config(crawl_home, simulator.base_url, [{"urls": f"{simulator.base_url}/urls/demo.json"}])
+    crawl_days(config, [simulator.truth()["days"][-1]])
+    ledger = Ledger(f"sqlite:///{crawl_home / 'ledger.db'}")
+    assert compact(ledger, before=time.time() + 60).rows > 0
+    with sqlite3.connect(crawl_home / "ledger.db") as conn:
+        rows = conn.execute("SELECT media_url, etag, media_response FROM mc_tasks WHERE state = 'committed'").fetchall()
+    assert rows and all(media_url == "" and etag is None for media_url, etag, _said in rows)  # released
+    for _url, _etag, said in rows:
+        said = json.loads(said)
+        assert said["status"] == 200 and said["content_type"].startswith(("image/", "video/"))
+        assert said["etag"] and said["last_modified"] and said["date"]
