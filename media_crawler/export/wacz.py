@@ -21,7 +21,7 @@ import hashlib
 import heapq
 import json
 import os
-import tempfile
+import shutil
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -88,9 +88,13 @@ def export_wacz(out: str | os.PathLike, ledger: Ledger, media: BlobStore, answer
     """Write the WACZ of `scope` to `out`; returns what it holds."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.part")
+    # Named after `out`, not random: an export killed mid-way leaves these two, and the
+    # next export to the same file starts by clearing them (a restart converges).
+    partial, scratch = out.with_name(f".{out.name}.part"), out.with_name(f".{out.name}.sorting")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
     counts = ExportCounts()
-    with tempfile.TemporaryDirectory(prefix="wacz-", dir=out.parent) as scratch:
+    try:
         index, pages = SortedLines(scratch), SortedLines(scratch)
         try:
             with zipfile.ZipFile(partial, "w", allowZip64=True) as package:
@@ -114,6 +118,8 @@ def export_wacz(out: str | os.PathLike, ledger: Ledger, media: BlobStore, answer
             os.replace(partial, out)
         finally:
             partial.unlink(missing_ok=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     counts.bytes = out.stat().st_size
     return counts
 

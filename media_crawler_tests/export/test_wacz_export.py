@@ -210,3 +210,15 @@ def test_platform_and_day_cut_the_export(crawled, tmp_path):
 def test_wacz_needs_an_out_file(crawled, capsys):
     assert main(["export", "--config", str(crawled.config), "--format", "wacz"]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_an_export_killed_mid_way_is_redone_whole(crawled, exported, tmp_path):
+    """What a SIGKILLed export leaves (its partial ZIP, its sort runs) is cleared by the next
+    export to the same file, which then writes the same bytes as an export never killed."""
+    out = tmp_path / "crawl.wacz"
+    (tmp_path / ".crawl.wacz.part").write_bytes(b"PK\x03\x04 half a zip")
+    (tmp_path / ".crawl.wacz.sorting").mkdir()
+    (tmp_path / ".crawl.wacz.sorting" / "run-x.lines").write_bytes(b"zzz stale line\n")
+    crawled.export(out)
+    assert out.read_bytes() == exported.read_bytes()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["crawl.wacz"]
