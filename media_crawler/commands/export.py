@@ -2,8 +2,9 @@
 
 jsonl (the default): the manifest of committed media, one JSON object per line with the
 blob's path and sha256 and the metadata a yt-dlp info JSON or gallery-dl metadata user
-expects (title, author, post, published time, dimensions, duration, quality), and what
-the media response that completed the item said.
+expects (title, author, post, published time, dimensions, duration, quality), what
+the media response that completed the item said, and the sha256 of the kept API answer
+it was read from (`api_answer_sha256`: the answer store's blob, the WARC's payload digest).
 
 wacz: the archive an archivist opens (export/wacz.py): the kept API answers as
 request/response pairs and each committed item as a WARC record, with its CDXJ index,
@@ -43,6 +44,8 @@ def manifest_rows(ledger, store, since: float | None = None, platform: str | Non
             "path": store.location(row.sha256), "group": row.group_key, "source": row.source_key,
             "day": row.day, "published_at": row.published_at, "committed_at": row.committed_at,
             "meta": row.meta, "media_response": row.media_response,
+            # The kept API answer the item was read from (pipeline/discover.py), when answers are kept.
+            "api_answer_sha256": row.meta.get("api_answer_sha256") if isinstance(row.meta, dict) else None,
         }
 
 

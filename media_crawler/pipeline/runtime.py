@@ -79,18 +79,21 @@ class Runtime:
     def transport(self):
         from media_crawler.platforms.transport import RequestsTransport
 
+        keeper = self.answer_keeper
         return RequestsTransport(session=self.session, policy_for=self.api_policy, before_request=self.budget.acquire,
-                                 after_response=self._heed_usage_headers, keep_answer=self._answer_keeper())
+                                 after_response=self._heed_usage_headers,
+                                 keep_answer=keeper.keep if keeper is not None else None)
 
-    def _answer_keeper(self):
+    @functools.cached_property
+    def answer_keeper(self):
         """Where each API answer is kept as fetched (pipeline/answers.py), unless
-        `keep_api_answers: false` says not to."""
+        `keep_api_answers: false` says not to (None)."""
         if not self.config.keep_api_answers:
             return None
         from media_crawler.pipeline.answers import AnswerKeeper
         from media_crawler.store.open_store import open_answer_store
 
-        return AnswerKeeper(self.ledger, open_answer_store(self.config.store_root, create=True)).keep
+        return AnswerKeeper(self.ledger, open_answer_store(self.config.store_root, create=True))
 
     @functools.cached_property
     def _response_hooks(self) -> dict:

@@ -132,3 +132,48 @@ def test_what_the_media_response_said_survives_compaction(crawl_home, simulator)
         said = json.loads(said)
         assert said["status"] == 200 and said["content_type"].startswith(("image/", "video/"))
         assert said["etag"] and said["last_modified"] and said["date"]
+
+
+def test_the_manifest_names_the_answer_each_item_was_read_from(crawl_home, simulator, capsys):
+    import json
+
+    from media_crawler.cli import main
+
+    config = write_home_config(crawl_home, simulator.base_url, [{"urls": f"{simulator.base_url}/urls/demo.json"},
+                                                                {"bilibili": "user 12345"}])
+    crawl_days(config, [simulator.truth()["days"][-1]])
+    answers = {row[2]: row[0] for row in _answers(crawl_home)}  # sha256 -> URL
+    capsys.readouterr()
+    assert main(["export", "--config", str(config)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows and all(row["api_answer_sha256"] in answers for row in rows)
+    for row in rows:
+        url = answers[row["api_answer_sha256"]]
+        if row["platform"] == "urls":
+            assert url.endswith("/urls/demo.json")
+        elif row["kind"] in ("video", "audio"):  # DASH tracks and durl files come from the play URL answer
+            assert "/x/player/" in url, url
+
+
+def test_an_answer_the_store_cannot_take_is_logged_and_the_crawl_goes_on(tmp_path, caplog):
+    import errno
+
+    from media_crawler.pipeline.answers import AnswerKeeper
+    from media_crawler.platforms.transport import FetchedAnswer
+    from media_crawler.store import cas
+    from media_crawler.store.ledger import Ledger
+
+    class FullStore(cas.FilesystemBlobStore):
+        def put_stream_if_absent(self, stream, sha256=None):
+            raise cas.storage_error(OSError(errno.ENOSPC, "No space left on device"), "staging the blob")
+
+    caplog.set_level("INFO", logger="media_crawler.items")
+    ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    keeper = AnswerKeeper(ledger, FullStore(tmp_path / "answers").ensure())
+    keeper.keep(FetchedAnswer(platform="urls", url="http://127.0.0.1:1/feed.json", status=200, reason="OK",
+                              headers=(), body=b"{}", fetched_at=1.0, secrets=()))
+    from media_crawler.store.answers import kept_answers
+
+    assert list(kept_answers(ledger)) == [] and keeper.last_kept() is None
+    assert any("answer_not_kept" in str(record.__dict__) and "disk_full" in str(record.__dict__)
+               for record in caplog.records)
