@@ -10,7 +10,8 @@ import sys
 
 BENCHMARKS = {  # name -> what it measures (each module's docstring says more)
     "peer": "the peer download benchmark against curl, aria2c, requests (make bench; bench/RESULTS.md)",
-    "floor": "the least any downloader keeping issue 4's durability rules does (the peer bench's `floor` phase)",
+    "floor": "the least any downloader keeping the project's guarantees does (the peer bench's `floor` phase)",
+    "profile": "CPU by concern of one fetch-urls run (decode, sha256, file system, HTTP, ledger, logs, ...)",
     "report": "bench/RESULTS.md from one run of the peer download benchmark (make bench)",
     "scale": "issue 16's scale rows: the production path, crawl, Celery, sensors (bench/SCALE.md)",
     "scale_report": "bench/SCALE.md's tables from the rows `scale` left",
@@ -23,6 +24,7 @@ BENCHMARKS = {  # name -> what it measures (each module's docstring says more)
     "ab_config_load": "A/B: a run worker loading sources.yaml, parsed against cached",
     "limits": "the resource bounds the tests used to assert: fetch-urls RSS, the lazy world's heap, a shard walk",
     "ab_round_trips": "A/B: two per-call costs, a ledger round trip and requests' environment settings",
+    "s3_commit": "the S3 store's commit against boto3's upload_file into SeaweedFS (bench/S3_COMMIT.md)",
     "export_wacz": "`export --format wacz` of a synthesized crawl: items/s and peak RSS at 1,000 and 10,000 items",
 }
 

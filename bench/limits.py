@@ -4,7 +4,7 @@ measured on a stated workload and compared with the bound we hold ourselves to.
 
 Workloads (each prints one line: name, measured value, bound, ok/OVER):
 - hostile_fetch_rss: `fetch-urls --workers 4 --processes 1 --max-item-bytes 64 MiB` over the
-  hostile-media corpus of media_crawler_tests/verify (real and broken images and videos, a
+  hostile-media corpus of media_crawler_sim/hostile (real and broken images and videos, a
   2 GiB Content-Length lie, a body that never ends, 512 MiB gzip bombs), announced hashes
   or not; the peak RSS of the fetch-urls process. Bound: 150 MB.
 - sim_world: a 10,000-accounts-per-platform simulated world of 30 days (10 posts a day) made,
@@ -14,8 +14,8 @@ Workloads (each prints one line: name, measured value, bound, ok/OVER):
 
     .venv/bin/python -m bench limits [hostile_fetch_rss] [sim_world] [shard_walk]
 
-hostile_fetch_rss reads the hostile-media corpus where it lives, beside the tests that
-judge it (media_crawler_tests/verify): the one import of the tests bench/ allows.
+hostile_fetch_rss serves the hostile-media corpus the tests judge the crawler on
+(media_crawler_sim/hostile), so bench/ imports nothing of the tests.
 """
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -46,32 +45,31 @@ def report(name: str, value: float, bound: float, unit: str) -> bool:
 
 
 def hostile_fetch_rss() -> bool:
-    from media_crawler_tests.real_ffmpeg import ffmpeg_exe
-    from media_crawler_tests.verify import test_hostile_media as hostile
-    from media_crawler_tests.verify.hostile_media import media_corpus, real_videos
+    from media_crawler_sim.hostile.corpus import media_corpus, real_videos
+    from media_crawler_sim.hostile.ffmpeg import HOW_TO_INSTALL, find_ffmpeg
+    from media_crawler_sim.hostile.server import HostileServer
 
+    ffmpeg = find_ffmpeg()
+    if ffmpeg is None:
+        print(f"hostile_fetch_rss: no ffmpeg ({HOW_TO_INSTALL})")
+        return False
+    media_bin = Path(sys.executable).with_name("media-crawler")
     ok = True
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         corpus = {name: (data, kind, verdict)
-                  for name, data, kind, verdict in media_corpus(real_videos(ffmpeg_exe(), folder))}
-        server = hostile._QuietServer(("127.0.0.1", 0), hostile._Hostile)
-        server.feeds, server.corpus = {}, corpus
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
+                  for name, data, kind, verdict in media_corpus(real_videos(ffmpeg, folder))}
+        with HostileServer(corpus) as server:
             for with_hashes in (False, True):
-                url = hostile.feed(server, f"bench-{with_hashes}", with_hashes)
+                url = server.feed(f"bench-{with_hashes}", with_hashes)
                 store, peak_file = folder / f"store-{with_hashes}", folder / f"peak-{with_hashes}"
-                subprocess.run([sys.executable, "-c", RSS_WRAPPER, str(peak_file), str(hostile.MEDIA_BIN),
+                subprocess.run([sys.executable, "-c", RSS_WRAPPER, str(peak_file), str(media_bin),
                                 "fetch-urls", "--feed", url, "--store", str(store), "--allow-host", url,
                                 "--processes", "1", "--workers", "4", "--max-item-bytes", str(64 * 1024**2)],
                                env={**os.environ, "MEDIA_CRAWLER_HOME": str(folder)}, timeout=600)
                 peak_mb = int(peak_file.read_text()) / 1024
                 ok &= report(f"hostile_fetch_rss ({'announced hashes' if with_hashes else 'no hashes'})",
                              peak_mb, 150, "MB")
-        finally:
-            server.shutdown()
-            server.server_close()
     return ok
 
 

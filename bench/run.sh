@@ -8,10 +8,10 @@
 # PHASES: run_bench.sh's phases (phys clean small fault fault2) plus two of ours:
 # `big`, which run_bench.sh prepares (the 472 MB single file) but does not run: here it
 # measures peak RSS while the project downloads that file (BIG_TOOLS, BIG_REPS: its
-# tools, reps); and `floor`: `python -m bench floor`, only the per-blob work issue 4 requires
-# (stream, sha256, fsync, link into sha256/ab/cd/), in the project's place, against
-# curl and req_pool8 on the main set (FLOOR_REPS): what any tool keeping those rules
-# takes on this machine.
+# tools, reps); and `floor`: `python -m bench floor`, only what the project's guarantees
+# cost (stream, sha256, fsync, full image decode, link into sha256/ab/cd/, one batched
+# ledger row per item; 2 processes), in the project's place, against curl and req_pool8
+# on the main and small sets (FLOOR_REPS): what any tool keeping those guarantees takes on this machine.
 # `before`: with BEFORE_REV set (a git revision), that revision runs as the project on the
 # main and small sets beside curl and req_pool8 (BEFORE_REPS), from a worktree of it with
 # this venv: what a change cost, as ratios to the same peers in the same run (BEFORE_ALLOW:
@@ -60,9 +60,11 @@ if [[ " $PHASES " == *" big "* ]]; then
 fi
 
 if [[ " $PHASES " == *" floor "* ]]; then
-  BENCH_PROJECT_CMD="cd $REPO && $REPO/.venv/bin/python -m bench floor --feed {feed} --store {out}" \
-    "$BENCH_WORK/venv/bin/python" "$SHARED/bench.py" run --set main --reps "${FLOOR_REPS:-3}" \
-    --tools curl,req_pool8,project --tag floor --out "$RESULTS/floor_main.jsonl"
+  for set_name in main small; do
+    BENCH_PROJECT_CMD="cd $REPO && $REPO/.venv/bin/python -m bench floor --feed {feed} --store {out}" \
+      "$BENCH_WORK/venv/bin/python" "$SHARED/bench.py" run --set "$set_name" --reps "${FLOOR_REPS:-3}" \
+      --tools curl,req_pool8,project --tag floor --out "$RESULTS/floor_$set_name.jsonl"
+  done
 fi
 
 if [ -n "${BEFORE_REV:-}" ]; then

@@ -45,9 +45,12 @@ from bench.scale_figures import (claim_latency, claim_query_timing, ledger_by_ru
 from bench.instruments import (BIN, CpuSampler, RateSampler, Sim, children_cpu_ms, free_port, load_1min, ms,
                                role_ms_per_item)
 from bench.scale_postgres import backend_pids, createdb, dropdb, pg_figures, pg_query
+from media_crawler_sim.scale.content import generated_platforms
+
+# The platforms a generated world serves (the simulator's parts marked `generated`).
+PLATFORMS = generated_platforms()
 
 RESULTS = Path("/tmp/scale-results")
-PLATFORMS = ("bilibili", "weibo", "facebook", "urls")
 # Requests/s and burst per platform: high enough that the budget is not what limits
 # throughput, so the rows measure workers: per run 4 threads x (1 / 100 ms) = 40 media
 # requests/s, or 4 x (1 / 50 ms) = 80 API requests/s while its feeds are walked; with up

@@ -57,6 +57,14 @@ class CrawlConfig:
     path: Path | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
     layout: PartitionLayout = field(default_factory=PartitionLayout)
+    # `store: s3://BUCKET/PREFIX`: the blobs live there; store_root is then the local
+    # folder staged downloads are written to before their upload.
+    store_url: str | None = None
+
+    @property
+    def store_location(self) -> "str | Path":
+        """What open_blob_store opens: the bucket URI, else the store folder."""
+        return self.store_url or self.store_root
 
     def settings_for(self, platform: str) -> PlatformSettings:
         return self.platforms.get(platform, PlatformSettings())
@@ -218,12 +226,14 @@ def _config_from_dict(raw: Mapping[str, Any], path: Path | None, sources: tuple[
                           f"under 'platforms' (known: {', '.join(specs)})")
     base = path.parent.resolve() if path else Path.cwd()
     home = home_dir()
-    store_root = _resolve(_text("store", raw.get("store")), base) or home / "store"
+    store_url = _store_url(_text("store", raw.get("store")), path)
+    store_root = (None if store_url else _resolve(_text("store", raw.get("store")), base)) or home / "store"
     ledger_url = ledger_url_override() or _text("ledger_url", raw.get("ledger_url")) or f"sqlite:///{home / 'ledger.db'}"
     return CrawlConfig(
         sources=sources if sources is not None else tuple(_parse_sources(raw.get("sources") or [])),
         platforms={name: _platform_settings(name, platforms.get(name) or {}, path, spec) for name, spec in specs.items()},
         store_root=store_root,
+        store_url=store_url,
         ledger_url=ledger_url,
         allow_hosts=_host_entries("allow_hosts", raw.get("allow_hosts")),
         workers=_int("workers", raw.get("workers"), 1, minimum=1),
@@ -241,6 +251,18 @@ def _layout(raw: Any, path: Path | None) -> PartitionLayout:
         return layout_from_raw(raw)
     except ValueError as exc:
         raise ConfigError(f"{path or 'the configuration'}: {exc}") from None
+
+
+def _store_url(value: str | None, path: Path | None) -> str | None:
+    """`store: s3://BUCKET/PREFIX`, checked; None for a folder."""
+    if not (value or "").startswith("s3://"):
+        return None  # a folder: the S3 modules stay unimported
+    from media_crawler.store.s3.settings import parse_uri
+
+    try:
+        return str(parse_uri(value))
+    except ValueError as exc:
+        raise ConfigError(f"{path or 'the configuration'}: store: {exc}") from None
 
 
 def _resolve(value: Any, base: Path) -> Path | None:

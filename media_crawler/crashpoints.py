@@ -5,9 +5,11 @@
 
 A crash point is a `crash_point("name")` call between two steps whose order
 matters for recovery (bytes on disk before the ledger knows, the store's link
-before the ledger row, half a ledger transaction). Unset, it costs one
-environment lookup. Set, the process kills itself with SIGKILL: no `finally`,
-no atexit, no flushed buffers, exactly what a power cut or the OOM killer does.
+before the ledger row, half a ledger transaction). The variable is read once per
+process (and again in a forked child, which may have been given its own), so an
+unset point costs a global's read: fetch-urls passes several per item. Set, the
+process kills itself with SIGKILL: no `finally`, no atexit, no flushed buffers,
+exactly what a power cut or the OOM killer does.
 """
 from __future__ import annotations
 
@@ -34,6 +36,17 @@ POINTS = (
 
 _hits: Counter[str] = Counter()
 _lock = threading.Lock()
+_UNREAD = object()
+_wanted: object = _UNREAD  # parse_target() of the variable, once read
+
+
+def _forget_wanted() -> None:
+    global _wanted
+    _wanted = _UNREAD
+
+
+# A forked child (a test's crawl worker) sets the variable after the fork: read it afresh there.
+os.register_at_fork(after_in_child=_forget_wanted)
 
 
 def parse_target(value: str | None) -> tuple[str, int] | None:
@@ -48,10 +61,10 @@ def parse_target(value: str | None) -> tuple[str, int] | None:
 
 def crash_point(name: str) -> None:
     """Kill this process here if MEDIA_CRAWLER_CRASH_AT names this point (and this hit)."""
-    target = crash_point_spec()
-    if not target:
-        return
-    wanted = parse_target(target)
+    global _wanted
+    wanted = _wanted
+    if wanted is _UNREAD:
+        wanted = _wanted = parse_target(crash_point_spec())
     if wanted is None or wanted[0] != name:
         return
     with _lock:  # download threads reach the same point concurrently

@@ -18,6 +18,12 @@ WORKER_NAME_ENV = "MEDIA_CRAWLER_WORKER"
 CELERY_CONFIG_ENV = "MEDIA_CRAWLER_CELERY_CONFIG"
 CRASH_ENV = "MEDIA_CRAWLER_CRASH_AT"  # crashpoints.py: where the kill-anywhere tests SIGKILL a crawl
 DEBUG_ENV = "MEDIA_CRAWLER_DEBUG"
+# An S3 store (store/s3/settings.py): the standard AWS variables, the only place its
+# endpoint, region and keys come from (never sources.yaml).
+AWS_ENVS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE",
+            "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE")
+AWS_SECRET_ENVS = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 # A private CA (a TLS-inspecting corporate proxy): the variables requests and curl read.
 CA_BUNDLE_ENVS = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
@@ -43,6 +49,11 @@ def set_environment(name: str, value: str | None) -> None:
 
 def default_environment(name: str, value: str) -> None:
     os.environ.setdefault(name, value)
+
+
+def aws_environment() -> dict[str, str]:
+    """The AWS variables that are set (AWS_ENVS), by name."""
+    return {name: os.environ[name] for name in AWS_ENVS if os.environ.get(name)}
 
 
 def ca_bundle_override() -> str | None:

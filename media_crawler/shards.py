@@ -25,6 +25,10 @@ DEFAULT_SHARDS = 16
 # Fixed, so the day dimension never moves under an existing home; operators set their own.
 DEFAULT_START_DAY = date(2026, 1, 1)
 MAX_SHARDS = 1000
+# Consecutive shards of one platform and day one run carries (docs/SHARDS.md: a run of
+# the default 4 holds one to two minutes of work, and Dagster's 2.5-4 s per run is 2-5 % of it).
+DEFAULT_SHARDS_PER_RUN = 4
+MAX_SHARDS_PER_RUN = 64
 S = TypeVar("S", Source, str)
 _SHARD_MARK = "-s"
 
@@ -37,6 +41,7 @@ class PartitionLayout:
     # Every registered platform (platforms/registry.py), DEFAULT_SHARDS each.
     shards: tuple[tuple[str, int], ...] = field(
         default_factory=lambda: tuple((platform, DEFAULT_SHARDS) for platform in platform_names()))
+    shards_per_run: int = DEFAULT_SHARDS_PER_RUN
 
     def shard_count(self, platform: str) -> int:
         return dict(self.shards).get(platform, DEFAULT_SHARDS)
@@ -89,9 +94,13 @@ def layout_from_raw(raw: object, platforms: Sequence[str] | None = None) -> Part
         return PartitionLayout()
     if not isinstance(raw, Mapping):
         raise ValueError("'partitions' must be a mapping such as {start_day: 2026-01-01, shards: 16}")
-    unknown = [key for key in raw if key not in ("start_day", "shards")]
+    unknown = [key for key in raw if key not in ("start_day", "shards", "shards_per_run")]
     if unknown:
-        raise ValueError(f"unknown key(s) {shown_some(unknown)} in partitions (known: shards, start_day)")
+        raise ValueError(f"unknown key(s) {shown_some(unknown)} in partitions (known: shards, shards_per_run, start_day)")
+    per_run = raw.get("shards_per_run", DEFAULT_SHARDS_PER_RUN)
+    if isinstance(per_run, bool) or not isinstance(per_run, int) or not 1 <= per_run <= MAX_SHARDS_PER_RUN:
+        raise ValueError(f"partitions.shards_per_run must be a whole number from 1 to {MAX_SHARDS_PER_RUN}, "
+                         f"not {shown(per_run)}")
     start_day = raw.get("start_day", DEFAULT_START_DAY)
     if isinstance(start_day, str):
         try:
@@ -112,4 +121,84 @@ def layout_from_raw(raw: object, platforms: Sequence[str] | None = None) -> Part
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SHARDS:
             raise ValueError(f"partitions.shards for {platform} must be a whole number from 1 to {MAX_SHARDS}, "
                              f"not {shown(count)}")
-    return PartitionLayout(start_day=start_day, shards=tuple(counts.items()))
+    return PartitionLayout(start_day=start_day, shards=tuple(counts.items()), shards_per_run=per_run)
+
+
+def run_ranges(layout: PartitionLayout, wanted: Iterable[str], holding: Iterable[str]) -> list[tuple[str, ...]]:
+    """The `wanted` shards grouped into runs of consecutive shards of one platform, at most
+    `layout.shards_per_run` keys long, in layout order. A run may step over a shard that is
+    not wanted only when that shard holds no source (`holding`: the shards that do): running
+    it walks no feed, while running a shard that holds sources it was not asked for would
+    walk their feeds again (a re-run of one failed partition redoes only that partition)."""
+    wanted, holding = set(wanted), set(holding)
+    ranges: list[tuple[str, ...]] = []
+    for platform, count in layout.shards:
+        keys = [shard_key(platform, index, count) for index in range(count)]
+        current: list[str] = []
+        for key in keys:
+            if key in wanted and current and len(current) < layout.shards_per_run:
+                current.append(key)
+            elif key in wanted:
+                if current:
+                    ranges.append(_trimmed(current, wanted))
+                current = [key]
+            elif key not in holding and current and len(current) < layout.shards_per_run:
+                current.append(key)  # an empty shard between two wanted ones
+            elif current:
+                ranges.append(_trimmed(current, wanted))
+                current = []
+        if current:
+            ranges.append(_trimmed(current, wanted))
+    return ranges
+
+
+def _trimmed(keys: list[str], wanted: set[str]) -> tuple[str, ...]:
+    while keys[-1] not in wanted:
+        keys = keys[:-1]
+    return tuple(keys)
+
+
+def shards_between(first: str, last: str) -> list[str]:
+    """The shard keys from `first` to `last`, both included (one platform; [] otherwise)."""
+    platform, _, start = first.rpartition(_SHARD_MARK)
+    other, _, end = last.rpartition(_SHARD_MARK)
+    if platform != other or not start.isdigit() or not end.isdigit():
+        return []
+    return [f"{platform}{_SHARD_MARK}{index:0{len(start)}d}" for index in range(int(start), int(end) + 1)]
+
+
+# Dagster's run tags for one partition, and for a range of them (its first and last key).
+PARTITION_TAG = "dagster/partition"
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
+
+def partitions_of_run(tags: Mapping[str, str], shard_order: Sequence[str] | None = None) -> list[str]:
+    """The partition keys ('day|shard') a run carries, from its tags: one, a range (days x
+    shards: Dagster's range of a two-dimension partition is a rectangle), or none.
+    `shard_order`: the layout's shard keys, for a range a person launched across platforms
+    (ours never cross one; without the order such a range reads as its two ends)."""
+    if tags.get(PARTITION_TAG):
+        return [tags[PARTITION_TAG]]
+    start, end = tags.get(RANGE_START_TAG, ""), tags.get(RANGE_END_TAG, "")
+    if "|" not in start or "|" not in end:
+        return []
+    (first_day, first_shard), (last_day, last_shard) = start.split("|", 1), end.split("|", 1)
+    try:
+        day, last = date.fromisoformat(first_day), date.fromisoformat(last_day)
+    except ValueError:
+        return []
+    days = []
+    while day <= last:
+        days.append(day.isoformat())
+        day = date.fromordinal(day.toordinal() + 1)
+    shards = shards_between(first_shard, last_shard)
+    if not shards and shard_order and first_shard in shard_order and last_shard in shard_order:
+        shards = list(shard_order)[list(shard_order).index(first_shard):list(shard_order).index(last_shard) + 1]
+    shards = shards or [first_shard, last_shard]
+    return [f"{day}|{shard}" for day in days for shard in dict.fromkeys(shards)]
+
+
+def range_tags(day: str, shards: Sequence[str]) -> dict[str, str]:
+    """The tags of a run of `shards` (consecutive, one platform) on `day`."""
+    return {RANGE_START_TAG: f"{day}|{shards[0]}", RANGE_END_TAG: f"{day}|{shards[-1]}"}

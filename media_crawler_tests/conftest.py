@@ -31,6 +31,18 @@ def postgres():
 
 
 @pytest.fixture(scope="session")
+def s3_server():
+    """A SeaweedFS S3 server on 127.0.0.1 for the session (media_crawler_tests/seaweedfs.py)."""
+    from media_crawler_tests.seaweedfs import start_seaweedfs
+
+    server = start_seaweedfs()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
 def simulator():
     from media_crawler_sim.server import Simulator
 

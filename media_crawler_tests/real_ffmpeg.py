@@ -1,41 +1,10 @@
-"""A real ffmpeg for the tests: imageio-ffmpeg's static build (a test dependency, so no apt
-install of ffmpeg and its 90 packages), else one on PATH, else the services switch says
-what is missing. Used to make real video and, as a decoder the product does not ship, to
-judge what the product stored."""
+"""The tests' ffmpeg: media_crawler_sim/hostile/ffmpeg.py's, and when there is none, the
+services switch says what is missing (a skip, or a failure in CI)."""
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
+from media_crawler_sim.hostile.ffmpeg import HOW_TO_INSTALL, find_ffmpeg
 from media_crawler_tests.services import require_binary
-
-HOW_TO_INSTALL = "the test extra imageio-ffmpeg ships one: pip install -e '.[test]'; or apt install ffmpeg"
 
 
 def ffmpeg_exe() -> str:
-    try:
-        import imageio_ffmpeg
-
-        return imageio_ffmpeg.get_ffmpeg_exe()
-    except (ImportError, RuntimeError):  # not installed, or no build for this platform
-        return require_binary("ffmpeg", HOW_TO_INSTALL)
-
-
-def run_ffmpeg(ffmpeg: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([ffmpeg, "-nostdin", "-hide_banner", *args], capture_output=True, text=True,
-                          check=False, timeout=120)
-
-
-def encode_test_video(ffmpeg: str, out: Path, *options: str) -> bytes:
-    """One second of ffmpeg's test pattern at 96x64, encoded with `options` (codec, muxer flags)."""
-    done = run_ffmpeg(ffmpeg, "-loglevel", "error", "-y", "-f", "lavfi",
-                      "-i", "testsrc=duration=1:size=96x64:rate=10", *options, str(out))
-    assert done.returncode == 0, done.stderr
-    return out.read_bytes()
-
-
-def decodes_cleanly(ffmpeg: str, path: Path) -> bool:
-    """Every stream decoded in full by ffmpeg with not one error: -xerror stops at the first
-    decode error, and an error it only logs (a Matroska file that ends early) counts too."""
-    done = run_ffmpeg(ffmpeg, "-v", "error", "-xerror", "-i", str(path), "-map", "0", "-f", "null", "-")
-    return done.returncode == 0 and not done.stderr.strip()
+    return find_ffmpeg() or require_binary("ffmpeg", HOW_TO_INSTALL)

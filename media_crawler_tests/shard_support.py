@@ -46,3 +46,10 @@ def one_source_per_shard(entries: list[dict], layout=None) -> list[dict]:
         if len(set(shards)) == len(shards):
             return spread
     raise AssertionError("no spread of these sources over distinct shards")
+
+
+def requested_partitions(request) -> list[str]:
+    """The 'day|shard' keys a RunRequest asks for: its partition, or every key of its range."""
+    from media_crawler.shards import partitions_of_run
+
+    return [str(request.partition_key)] if request.partition_key else partitions_of_run(request.tags)

@@ -1,9 +1,12 @@
 """`media-crawler crawl`: register sources and materialize their shard partitions.
 
-For CLI users and CI: one Dagster run per partition, that is per shard that
-holds a selected source, per day; a partition's steps share one process (the
-in-process executor), and `--workers N` runs up to N partitions at once
-(commands/partition_runs.py); exit status non-zero when any partition failed.
+For CLI users and CI: a partition is a shard that holds a selected source, on
+one day; one Dagster run carries up to `partitions.shards_per_run` consecutive
+shards of one platform and day (shards.py `run_ranges`), so Dagster's cost of a
+run is paid once for them. A run's steps share one process (the in-process
+executor), and `--workers N` runs up to N runs at once (commands/partition_runs.py);
+each partition succeeds or fails on its own, and the exit status is non-zero
+when any partition failed.
 A shard's run works on every source of the shard (media_crawler/shards.py):
 `--source` picks the shards to run, not sources within them. Days, shards and
 sources are checked before any work (commands/selection.py: a bad one is one
@@ -16,7 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from media_crawler.commands.partition_runs import PartitionJob, PartitionOutcome
+from media_crawler.commands.partition_runs import PartitionJob, PartitionOutcome, RunJob
 from media_crawler.commands.selection import DaySelection, UsageError, check_days, check_shards, check_sources
 from media_crawler.config import CrawlConfig, load_config
 from media_crawler.environment import config_path_default
@@ -49,10 +52,16 @@ class CrawlOutcome:
 
 def prepare_home(instance, config: CrawlConfig) -> list[str]:
     """Check the home's partition layout and register the configured sources in
-    the ledger (so the registration sensor does not request them again)."""
+    the ledger (so the registration sensor does not request them again). A bucket as
+    the store is checked first: missing, or refusing our keys, it is one line before
+    any run starts (CrawlError)."""
     from media_crawler.pipeline.layout import check_layout
     from media_crawler.store.ledger import Ledger
+    from media_crawler.store.open_store import open_blob_store
     from media_crawler.store.source_state import register_sources
+
+    if config.store_url:
+        open_blob_store(config.store_location, create=True, local_root=config.store_root)
 
     ledger = Ledger(config.ledger_url)
     check_layout(ledger, config, instance=instance)
@@ -71,6 +80,7 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
     from media_crawler.dagster_home import local_instance
     from media_crawler.observe.progress import Progress
     from media_crawler.recovery.runs import fail_dead_runs
+    from media_crawler.shards import run_ranges
 
     config = load_config(config_path)
     workers = default_workers(config) if workers is None else check_workers(workers)
@@ -84,15 +94,22 @@ def crawl(config_path: str | Path, days: list[str], source_keys: list[str] | Non
     fail_dead_runs(instance)
     keys = prepare_home(instance, config)
     selected = set(shards) | {config.layout.shard_of(key) for key in (source_keys or ([] if shards else keys))}
-    grouped = {shard: tuple(members) for shard, members in sorted(config.layout.group(keys).items())
-               if shard in selected}
-    jobs = [PartitionJob(shard, day, members) for day in selection.days for shard, members in grouped.items()]
-    jobs.sort(key=_platforms_alternate(grouped))
-    progress = Progress("crawl", len(jobs), unit="partitions", sinks=progress_sinks or [])
+    holding = {shard: tuple(members) for shard, members in config.layout.group(keys).items()}
+    grouped = {shard: members for shard, members in sorted(holding.items()) if shard in selected}
+    jobs = [RunJob(day, tuple(PartitionJob(shard, day, holding.get(shard, ())) for shard in shards))
+            for day in selection.days for shards in run_ranges(config.layout, grouped, holding)]
+    jobs.sort(key=_platforms_alternate(jobs))
+    progress = Progress("crawl", len(grouped) * len(selection.days), unit="partitions", sinks=progress_sinks or [])
     outcome = CrawlOutcome(partial_days=selection.partial)
+
+    def done(partition: PartitionOutcome) -> None:
+        if partition.shard in grouped:
+            progress.advance(bytes=partition.committed_bytes)
+
+    # A shard a run steps over (it holds no source) is not reported: it was not asked for.
     outcome.partitions = sorted(
-        run_partitions(config_path, instance, jobs, workers, raise_on_error=raise_on_error,
-                       on_done=lambda done: progress.advance(bytes=done.committed_bytes)),
+        (partition for partition in run_partitions(config_path, instance, jobs, workers, raise_on_error=raise_on_error,
+                                                   on_done=done) if partition.shard in grouped),
         key=lambda partition: (partition.day, partition.shard))
     progress.close()
     return outcome
@@ -122,19 +139,19 @@ def check_workers(workers: int) -> int:
     return workers
 
 
-def _platforms_alternate(grouped: dict[str, tuple[str, ...]]):
-    """Order partitions so that ones running at once are of different platforms where they can
-    be: each platform's rate budget is shared by every worker, so two partitions of one
-    platform side by side wait for each other's tokens, and partitions of two do not."""
+def _platforms_alternate(jobs: list[RunJob]):
+    """Order runs so that ones running at once are of different platforms where they can
+    be: each platform's rate budget is shared by every worker, so two runs of one
+    platform side by side wait for each other's tokens, and runs of two do not."""
     from media_crawler.shards import shard_platform
 
-    rank: dict[str, int] = {}
-    seen: dict[str, int] = {}
-    for shard in grouped:
-        platform = shard_platform(shard)
-        rank[shard] = seen.get(platform, 0)
-        seen[platform] = rank[shard] + 1
-    return lambda job: (job.day, rank[job.shard], job.shard)
+    rank: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str], int] = {}
+    for job in jobs:
+        platform = (job.day, shard_platform(job.shards[0]))
+        rank[(job.day, job.shards[0])] = seen.get(platform, 0)
+        seen[platform] = rank[(job.day, job.shards[0])] + 1
+    return lambda job: (job.day, rank[(job.day, job.shards[0])], job.shards[0])
 
 
 def outcome_lines(outcome: CrawlOutcome) -> list[str]:

@@ -103,7 +103,7 @@ def summary_lines(home, dagster_home, config_path, log_path, outcome, before, af
     for platform in platform_names():
         kinds = ", ".join(f"{committed[(platform, k)]} {k}" for k in ("image", "video", "audio") if committed[(platform, k)])
         lines.append(f"  {platform:<9} {kinds or 'nothing committed'}")
-    lines.append(f"  store: {len(after)} blobs, {sum(after.values()) / 1e6:.1f} MB in {config.store_root}")
+    lines.append(f"  store: {len(after)} blobs, {sum(after.values()) / 1e6:.1f} MB in {config.store_location}")
     if new:
         lines.append(f"  this run: {len(new)} new blobs, {sum(after[name] for name in new) / 1e6:.1f} MB stored")
     else:

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--format wacz needs --out FILE (a ZIP is not written to a terminal)")
     since, until = window(args)
     config = load_config(args.config)
-    ledger, store = Ledger(config.ledger_url), open_blob_store(config.store_root)
+    ledger, store = Ledger(config.ledger_url), open_blob_store(config.store_location, local_root=config.store_root)
     if args.format == "wacz":
         return _wacz(args, config, ledger, store, since, until)
     out = open(args.out, "w") if args.out else sys.stdout
@@ -102,7 +102,8 @@ def _wacz(args, config, ledger, store, since, until) -> int:
     # credentials too (as a crawl registers them: pipeline/runtime.py).
     register_environment_secrets(
         env_name for settings in config.platforms.values() for env_name in settings.credential_env.values())
-    counts = export_wacz(args.out, ledger, store, open_answer_store(config.store_root),
+    answers = open_answer_store(config.store_location, local_root=config.store_root)
+    counts = export_wacz(args.out, ledger, store, answers,
                          ExportScope(since=since, until=until, platform=args.platform))
     print(f"exported {counts.responses} items, {counts.revisits} revisits and {counts.answers} API answers "
           f"to {args.out} ({counts.bytes} bytes)", file=sys.stderr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import gc
 import logging
@@ -28,7 +29,10 @@ EXIT_WITHOUT_TEARDOWN = True
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feed", required=True, help='URL of a JSON list {"items":[{"url","sha256","size"}]}')
-    parser.add_argument("--store", required=True, help="store folder (blobs under sha256/)")
+    parser.add_argument("--store", required=True,
+                        help="store folder (blobs under sha256/), or s3://BUCKET/PREFIX (keys and endpoint from "
+                             "the AWS environment; the ledger and staged files then live in "
+                             "$MEDIA_CRAWLER_HOME/s3/BUCKET/PREFIX)")
     parser.add_argument("--workers", type=int, default=8, help="downloads in flight, in all processes (default 8)")
     parser.add_argument("--processes", type=int, default=None,
                         help="processes sharing the downloads (default: one per core, at most 4; 1 on non-Linux)")
@@ -37,6 +41,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also allow this host: NAME or NAME:PORT, an origin URL (its host and port), or "
                              "NAME:* for every port; an internal one (127.0.0.1, a NAS) only on the port listed")
     parser.add_argument("--max-item-bytes", type=int, default=4 * 1024**3)
+
+
+def store_places(store: str) -> tuple[str, Path]:
+    """(what the store is, the local folder of its ledger and staged files) for --store:
+    a folder is both; a bucket's local folder is under the crawl home, one per bucket URI."""
+    from media_crawler.environment import home_default
+    from media_crawler.store.open_store import is_object_store
+
+    if is_object_store(store):
+        from media_crawler.store.s3.settings import parse_uri
+
+        try:
+            uri = parse_uri(store)
+        except ValueError as exc:
+            from media_crawler.config import ConfigError
+
+            raise ConfigError(f"--store: {exc}") from None
+        return str(uri), Path(home_default()).resolve() / "s3" / uri.bucket / uri.prefix
+    folder = Path(store).expanduser().resolve()
+    return str(folder), folder
 
 
 @contextlib.contextmanager
@@ -98,15 +122,19 @@ def _fetch(args: argparse.Namespace, batched: BatchedLines | None) -> int:
     from media_crawler.pipeline.shard_processes import FORK_AVAILABLE, default_process_count
 
     gc.freeze()  # the modules just imported: long-lived, never worth another look
-    store = Path(args.store).resolve()
+    store, local = store_places(args.store)
+    if store != str(local):
+        local.mkdir(parents=True, exist_ok=True)
     config = config_from_dict({
-        "store": str(store),
-        "ledger_url": args.ledger or f"sqlite:///{store / 'ledger.db'}",
+        "store": store,
+        "ledger_url": args.ledger or f"sqlite:///{local / 'ledger.db'}",
         "allow_hosts": args.allow_host,
         "max_item_bytes": args.max_item_bytes,
         "min_free_bytes": 64 * 1024**2,
         "sources": [{"urls": args.feed}],
     })
+    if config.store_url:  # staged files next to the ledger, in the bucket's local folder
+        config = dataclasses.replace(config, store_root=local)
     source = parse_source("urls", args.feed)
     window = DayWindow(datetime.now(timezone.utc).date())
     processes = args.processes if args.processes is not None else default_process_count(args.workers)

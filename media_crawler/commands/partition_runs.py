@@ -1,8 +1,10 @@
-"""`crawl`'s partitions, up to N at once: one Dagster run per partition, each in one process.
+"""`crawl`'s runs, up to N at once: one Dagster run per few partitions, each in one process.
 
-A partition's steps are a chain, so they run in one process (the in-process
-executor); partitions are independent, so `--workers N` runs N of them at once
-in a pool of worker processes. The workers share what must be shared through
+A run carries consecutive shards of one platform and day (`partitions.shards_per_run`,
+shards.py `run_ranges`): Dagster's fixed cost of a run is paid once for all of them,
+and each partition still succeeds or fails on its own (defs/partition_range.py). A
+run's steps are a chain, so they run in one process (the in-process executor); runs
+are independent, so `--workers N` runs N of them at once in a pool of worker processes. The workers share what must be shared through
 the ledger and Dagster's storage, not through this process: the platforms' rate
 budgets are rows of the ledger (download/ratebudget.py), and every run is
 recorded in the instance DAGSTER_HOME names. The pool's processes start from a
@@ -37,6 +39,18 @@ class PartitionJob:
     sources: tuple[str, ...]  # the source keys the shard holds
 
 
+@dataclass(frozen=True)
+class RunJob:
+    """One Dagster run: consecutive shards of one platform on one day (one, or a range)."""
+
+    day: str
+    partitions: tuple[PartitionJob, ...]
+
+    @property
+    def shards(self) -> tuple[str, ...]:
+        return tuple(partition.shard for partition in self.partitions)
+
+
 @dataclass
 class PartitionOutcome:
     shard: str
@@ -63,39 +77,51 @@ class PartitionRunner:
         self.instance = instance
         self.raise_on_error = raise_on_error
 
-    def run(self, job: PartitionJob) -> PartitionOutcome:
+    def run(self, job: RunJob) -> list[PartitionOutcome]:
+        """The run's outcome for each of its partitions, in the job's order."""
         from dagster import materialize
 
-        from media_crawler.defs.partitions import partition_key
+        from media_crawler.defs.partitions import partition_key, partition_string
         from media_crawler.recovery.runs import process_tags
+        from media_crawler.shards import range_tags
 
-        result = materialize(self.assets, partition_key=partition_key(job.shard, job.day), instance=self.instance,
-                             resources=self.resources, raise_on_error=self.raise_on_error,
-                             run_config=None if debug_enabled() else QUIET_CONSOLE,
-                             tags={"media_crawler/shard": job.shard, "media_crawler/day": job.day, **process_tags()})
-        error = ""
-        if not result.success:
-            failures = [event for event in result.all_events if event.is_step_failure]
-            error = "; ".join(excerpt(failure_message(str(event.step_failure_data.error.message)), 300)
-                              for event in failures)
-        return PartitionOutcome(job.shard, job.day, result.success, result.run_id, error, job.sources,
-                                _empty_sources(result), _committed_bytes(result))
+        if len(job.partitions) == 1:
+            [only] = job.partitions
+            which = {"partition_key": partition_key(only.shard, job.day)}
+            tags = {"media_crawler/shard": only.shard}
+        else:  # a range: Dagster gives the steps context.partition_keys
+            which = {}
+            tags = range_tags(job.day, job.shards)
+        result = materialize(self.assets, instance=self.instance, resources=self.resources,
+                             raise_on_error=self.raise_on_error, run_config=None if debug_enabled() else QUIET_CONSOLE,
+                             tags={**tags, "media_crawler/day": job.day, **process_tags()}, **which)
+        committed = _committed_partitions(result)
+        errors, whole = _failure_lines(result)
+        outcomes = []
+        for partition in job.partitions:
+            key = partition_string(partition.shard, job.day)
+            success = result.success or key in committed
+            error = "" if success else errors.get(key, whole)
+            outcomes.append(PartitionOutcome(partition.shard, job.day, success, result.run_id, error, partition.sources,
+                                             _empty_sources(result, key), _committed_bytes(result, key)))
+        return outcomes
 
 
-def run_partitions(config_path: str | Path, instance, jobs: Sequence[PartitionJob], workers: int,
+def run_partitions(config_path: str | Path, instance, jobs: Sequence[RunJob], workers: int,
                    on_done: Callable[[PartitionOutcome], None], raise_on_error: bool = False) -> list[PartitionOutcome]:
-    """Every job's outcome, in the jobs' order; `on_done` hears of each as it finishes.
-    One partition or one worker (or raise_on_error, for tests): one after another in this
+    """Every partition's outcome, in the jobs' order; `on_done` hears of each as its run finishes.
+    One run or one worker (or raise_on_error, for tests): one after another in this
     process, on `instance`. Otherwise the pool's processes open the instance DAGSTER_HOME
     names, which must be `instance` (crawl sees to it)."""
     if workers <= 1 or len(jobs) <= 1 or raise_on_error:
         runner = PartitionRunner(config_path, instance, raise_on_error)
         outcomes = []
         for job in jobs:
-            outcomes.append(runner.run(job))
-            on_done(outcomes[-1])
+            for outcome in runner.run(job):
+                outcomes.append(outcome)
+                on_done(outcome)
         return outcomes
-    outcomes_by_job: dict[int, PartitionOutcome] = {}
+    outcomes_by_job: dict[int, list[PartitionOutcome]] = {}
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=_pool_context(),
                              initializer=_start_worker, initargs=(str(config_path),)) as pool:
         pending = {pool.submit(_run_in_worker, job): index for index, job in enumerate(jobs)}
@@ -104,8 +130,9 @@ def run_partitions(config_path: str | Path, instance, jobs: Sequence[PartitionJo
             for future in done:
                 index = pending.pop(future)
                 outcomes_by_job[index] = future.result()
-                on_done(outcomes_by_job[index])
-    return [outcomes_by_job[index] for index in range(len(jobs))]
+                for outcome in outcomes_by_job[index]:
+                    on_done(outcome)
+    return [outcome for index in range(len(jobs)) for outcome in outcomes_by_job[index]]
 
 
 def _pool_context():
@@ -133,26 +160,53 @@ def _start_worker(config_path: str) -> None:
     _WORKER = PartitionRunner(config_path, DagsterInstance.get())
 
 
-def _run_in_worker(job: PartitionJob) -> PartitionOutcome:
+def _run_in_worker(job: RunJob) -> list[PartitionOutcome]:
     assert _WORKER is not None, "the pool's initializer builds the runner"
     return _WORKER.run(job)
 
 
-def _empty_sources(result) -> tuple[str, ...]:
+def _materializations(result, node: str, key: str) -> list:
+    return [m for m in result.asset_materializations_for_node(node) if str(m.partition) == key]
+
+
+def _committed_partitions(result) -> set[str]:
+    """The partitions whose committed_media materialized in this run: the ones that succeeded."""
+    return {str(m.partition) for m in result.asset_materializations_for_node("committed_media")}
+
+
+def _failure_lines(result) -> tuple[dict[str, str], str]:
+    """({partition: its failure line} as a ranged step names them, the run's failure text for the rest)."""
+    from media_crawler.defs.partition_range import FAILED_PARTITIONS_KEY
+
+    by_partition: dict[str, str] = {}
+    whole = []
+    for event in result.all_events:
+        if not event.is_step_failure:
+            continue
+        data = event.step_failure_data
+        whole.append(excerpt(failure_message(str(data.error.message)), 300) if data.error else "")
+        metadata = data.user_failure_data.metadata if data.user_failure_data else {}
+        lines = metadata.get(FAILED_PARTITIONS_KEY)
+        for key, line in (getattr(lines, "value", None) or {}).items():
+            by_partition.setdefault(key, excerpt(line, 300))
+    return by_partition, "; ".join(line for line in whole if line)
+
+
+def _empty_sources(result, key: str) -> tuple[str, ...]:
     """The sources media_records found nothing published for (defs/assets.py EMPTY_SOURCES_KEY)."""
     from media_crawler.defs.assets import EMPTY_SOURCES_KEY
 
     keys: list[str] = []
-    for materialization in result.asset_materializations_for_node("media_records"):
+    for materialization in _materializations(result, "media_records", key):
         value = materialization.metadata.get(EMPTY_SOURCES_KEY)
         keys.extend(str(getattr(value, "value", value) or "").split())
     return tuple(keys)
 
 
-def _committed_bytes(result) -> int:
+def _committed_bytes(result, key: str) -> int:
     """Bytes the partition's committed_media materialization reports (0 when it did not materialize)."""
     total = 0
-    for materialization in result.asset_materializations_for_node("committed_media"):
+    for materialization in _materializations(result, "committed_media", key):
         value = materialization.metadata.get("bytes")
         total += int(getattr(value, "value", value) or 0)
     return total

@@ -28,8 +28,9 @@ SHOWN_PER_KIND = 10
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None,
                         help="sources.yaml path (default $MEDIA_CRAWLER_CONFIG, else sources.yaml)")
-    parser.add_argument("--store", type=Path, default=None,
-                        help="a fetch-urls store folder instead of a sources file (its ledger: DIR/ledger.db)")
+    parser.add_argument("--store", default=None,
+                        help="a fetch-urls store (a folder or s3://BUCKET/PREFIX) instead of a sources file "
+                             "(its ledger: DIR/ledger.db, or a bucket's in $MEDIA_CRAWLER_HOME/s3/BUCKET/PREFIX)")
     parser.add_argument("--ledger", default=None,
                         help="with --store: the ledger URL fetch-urls was given with --ledger")
     parser.add_argument("--repair", action="store_true", help="fix what was found (re-queue, quarantine, remove stale .part)")
@@ -39,8 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="leave .part files younger than this many seconds alone (default 300)")
 
 
-def store_and_ledger(args: argparse.Namespace) -> tuple[Path, str]:
-    """(store root, ledger URL) the arguments name; ConfigError when they name none or both."""
+def store_and_ledger(args: argparse.Namespace) -> tuple[str | Path, Path, str]:
+    """(store location, its local folder, ledger URL) the arguments name; ConfigError when
+    they name none or both."""
     if args.store is None:
         if args.ledger:
             raise ConfigError("--ledger goes with --store DIR (a fetch-urls store); a sources file names its own")
@@ -49,21 +51,23 @@ def store_and_ledger(args: argparse.Namespace) -> tuple[Path, str]:
             raise ConfigError(f"no sources file at {path} (pass --config FILE, set {CONFIG_ENV}, "
                               "or --store DIR for a fetch-urls store)")
         config = load_config(path)
-        return config.store_root, config.ledger_url
+        return config.store_location, config.store_root, config.ledger_url
     if args.config:
         raise ConfigError("give --config (a sources file) or --store (a fetch-urls store), not both")
-    store = args.store.expanduser().resolve()
+    from media_crawler.commands.fetch_urls import store_places
+
+    location, store = store_places(args.store)
     if not store.is_dir():
         raise ConfigError(f"no store folder at {store}")
     # Built as fetch-urls builds it (commands/fetch_urls.py), so this is the ledger that
     # fetch-urls writes: --ledger, else DIR/ledger.db (MEDIA_CRAWLER_LEDGER_URL wins for both).
-    config = config_from_dict({"store": str(store), "ledger_url": args.ledger or f"sqlite:///{store / 'ledger.db'}"})
+    config = config_from_dict({"store": location, "ledger_url": args.ledger or f"sqlite:///{store / 'ledger.db'}"})
     ledger_url = normalize_url(config.ledger_url)
     sqlite_file = _sqlite_file(ledger_url)
     if sqlite_file is not None and not sqlite_file.is_file():
         # Opening it would create an empty ledger, and every blob would look like an orphan.
         raise ConfigError(f"no ledger at {sqlite_file}: is {store} a fetch-urls store? (else pass --ledger URL)")
-    return store, ledger_url
+    return location, store, ledger_url
 
 
 def _sqlite_file(url: str) -> Path | None:
@@ -78,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
     from media_crawler.store.open_store import open_blob_store
     from media_crawler.store.ledger import Ledger
 
-    store_root, ledger_url = store_and_ledger(args)
-    report = reconcile(Ledger(ledger_url), open_blob_store(store_root), repair=args.repair,
+    location, local_root, ledger_url = store_and_ledger(args)
+    report = reconcile(Ledger(ledger_url), open_blob_store(location, local_root=local_root), repair=args.repair,
                        verify_hashes=args.verify_hashes, part_grace_s=args.part_grace)
     if args.json:
         print(json.dumps(report.as_json(), indent=2))

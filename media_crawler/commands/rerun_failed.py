@@ -14,8 +14,11 @@ so re-running the whole partition costs one walk of the feed and no-op stages
 for what is done; it needs no reconstructable job and no `__main__` guard, it
 works for runs started by `dagster asset materialize` (which have no remote
 origin, so GraphQL re-execution refuses them), and the partition tag is set
-explicitly (re-execution does not inherit it). The run is the same one
-`media-crawler crawl` makes for the partition.
+explicitly (re-execution does not inherit it). The runs are the ones
+`media-crawler crawl` makes: the partitions of one day and platform to re-run
+share runs of up to `partitions.shards_per_run` consecutive shards, and a run
+steps over no partition that was not asked for unless it holds no source
+(shards.py `run_ranges`), so re-running a failed partition redoes only it.
 """
 from __future__ import annotations
 
@@ -63,7 +66,7 @@ def plan_reruns(instance, config, since: timedelta) -> tuple[list[Rerun], list[s
 
     known = {source.key for source in config.sources}
     shards = set(config.layout.group(known))
-    busy = in_flight_partitions(instance)
+    busy = in_flight_partitions(instance, config.layout.shard_keys())
     plans: dict[tuple[str, str], Rerun] = {}
     notes: list[str] = []
 
@@ -76,7 +79,7 @@ def plan_reruns(instance, config, since: timedelta) -> tuple[list[Rerun], list[s
         else:
             plans.setdefault((shard, day), Rerun(shard, day)).reasons.append(reason)
 
-    for failed in failed_partitions(instance, datetime.now(timezone.utc) - since):
+    for failed in failed_partitions(instance, datetime.now(timezone.utc) - since, config.layout.shard_keys()):
         if "|" not in failed.partition or not is_shard_key(failed.partition.split("|", 1)[1]):
             continue  # a run of a per-source partition, before `upgrade-home`
         shard, window = split_partition_key(failed.partition)
@@ -99,7 +102,7 @@ def rerun(config_path: str, instance=None, since: timedelta = timedelta(hours=24
     config = load_config(config_path)
     instance = instance or local_instance()
     for run in fail_dead_runs(instance):
-        print(f"run {run.run_id[:8]} ({run.tags.get('dagster/partition', '?')}): its process is gone; "
+        print(f"run {run.run_id[:8]} ({describe_run_partitions(run.tags)}): its process is gone; "
               "marked failed", file=out)
     plans, notes = plan_reruns(instance, config, since)
     for note in notes:
@@ -107,17 +110,27 @@ def rerun(config_path: str, instance=None, since: timedelta = timedelta(hours=24
     if not plans:
         print("nothing to re-run", file=out)
         return 0
+    if dry_run:
+        for plan in plans:
+            print(f"would re-run {plan.day} {plan.shard}: {'; '.join(plan.reasons)}", file=out)
+        return 0
     failed = 0
-    for plan in plans:
-        reasons = "; ".join(plan.reasons)
-        if dry_run:
-            print(f"would re-run {plan.day} {plan.shard}: {reasons}", file=out)
-            continue
-        outcome = crawl(config_path, [plan.day], shards=[plan.shard], instance=instance).partitions[0]
-        failed += not outcome.success
-        status = "ok" if outcome.success else f"FAILED {outcome.error}"
-        print(f"re-ran {plan.day} {plan.shard} ({reasons}): {status} run {outcome.run_id}", file=out)
+    for day in sorted({plan.day for plan in plans}):
+        of_day = {plan.shard: plan for plan in plans if plan.day == day}
+        for outcome in crawl(config_path, [day], shards=sorted(of_day), instance=instance).partitions:
+            failed += not outcome.success
+            status = "ok" if outcome.success else f"FAILED {outcome.error}"
+            print(f"re-ran {day} {outcome.shard} ({'; '.join(of_day[outcome.shard].reasons)}): {status} "
+                  f"run {outcome.run_id}", file=out)
     return 1 if failed else 0
+
+
+def describe_run_partitions(tags) -> str:
+    """A run's partition, or the first and last of its range."""
+    from media_crawler.shards import partitions_of_run
+
+    keys = partitions_of_run(tags)
+    return "?" if not keys else keys[0] if len(keys) == 1 else f"{keys[0]} to {keys[-1]}"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", required=True, type=Path, help="the new location (must be empty)")
     parser.add_argument("--ledger-url", help="PostgreSQL backups: the empty database to restore the ledger into")
     parser.add_argument("--dagster-pg-url", help="PostgreSQL backups with Dagster's storage apart from the ledger")
+    parser.add_argument("--store", default=None, metavar="s3://BUCKET/PREFIX",
+                        help="restore the blobs into this bucket prefix (empty; keys from the AWS environment) "
+                             "instead of HOME/store; the restored sources.yaml names it")
     parser.add_argument("--resume", action="store_true",
                         help="after a restore: start the sensors and schedules that ran before the backup "
                              "(refused while a credential variable the crawl reads is unset)")
@@ -57,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.source is None:
         raise ConfigError("restore: --from DIR is required (or --resume / --times with --home)")
-    summary = restore(args.source, args.home, ledger_url=args.ledger_url, dagster_pg_url=args.dagster_pg_url)
+    summary = restore(args.source, args.home, ledger_url=args.ledger_url, dagster_pg_url=args.dagster_pg_url,
+                      store_uri=args.store)
     pause = summary.pause
     print(f"restored into {summary.home} in {summary.restore_s:.1f} s ({summary.blobs} blobs); reconciled in "
           f"{summary.reconcile_s:.1f} s: {summary.reconcile or 'nothing to repair'}", file=sys.stderr)

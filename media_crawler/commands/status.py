@@ -135,6 +135,7 @@ def render_text(status: dict) -> str:
             f"{name} {entry['answers']} ({human_bytes(entry['bytes'])})" for name, entry in sorted(kept.items())))
     disk = status["disk"]
     lines.append(f"disk: {human_bytes(disk['free_bytes'])} free of {human_bytes(disk['total_bytes'])} at {disk['path']}"
+                 + (f" (staging only; blobs in {disk['store']})" if disk.get("store") else "")
                  + ("  BELOW min_free_bytes" if disk["below_minimum"] else ""))
     return "\n".join(lines) + "\n"
 

@@ -11,7 +11,6 @@ once for the code location's configuration.
 """
 
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -24,7 +23,6 @@ from dagster import (
     Backoff,
     Failure,
     Jitter,
-    MaterializeResult,
     MetadataValue,
     RetryPolicy,
     RetryRequested,
@@ -34,24 +32,25 @@ from dagster import (
     asset,
 )
 
-from media_crawler.defs.failing import failing_at_once
-from media_crawler.defs.partitions import crawl_partitions, split_partition_key
+from media_crawler.defs.partition_range import (
+    Scope,
+    each_partition,
+    errors_failure,
+    is_ranged,
+    materialize_each,
+    partition_label,
+    range_failure,
+)
+from media_crawler.defs.partitions import crawl_partitions
 from media_crawler.errors import POLICIES, FinalState
 from media_crawler.defs.resources import PlatformsResource
-from media_crawler.observe.events import correlation
-from media_crawler.observe.logging import ensure_configured
-from media_crawler.pipeline.credentials import refuse_unset_credentials
 from media_crawler.pipeline.discover import ShardDiscovery, discover_sources
-from media_crawler.pipeline.layout import check_layout
 from media_crawler.pipeline.download import download_partition
-from media_crawler.pipeline.integrity import partition_blob_mismatches, partition_progress
+from media_crawler.pipeline.integrity import PartitionProgress, partition_blob_mismatches, partition_progress
 from media_crawler.pipeline.mux_tracks import mux_partition
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
-from media_crawler.recovery.runs import record_run_process
 from media_crawler.store.source_state import iso_time, open_feed_errors
-from media_crawler.models import DayWindow, Source
-from media_crawler.pipeline.runtime import Runtime
 from media_crawler.scrub import excerpt, scrub_text, scrub_url
 from media_crawler.shards import PartitionLayout
 
@@ -73,31 +72,6 @@ EMPTY_SOURCES_KEY = "empty_sources"  # media_records metadata: sources with noth
 EMPTY_SOURCES_NAMED = 50  # keys named in it at most (sources_empty counts them all)
 
 
-@dataclass(frozen=True)
-class Scope:
-    """What one step of a partition works on."""
-
-    runtime: Runtime
-    shard: str
-    sources: list[Source]
-    window: DayWindow
-
-
-@contextmanager
-def _stage(context: AssetExecutionContext, platforms: PlatformsResource):
-    ensure_configured()  # item events as JSON lines on stdout, not in Dagster's event log
-    record_run_process(context)  # so a restart can tell this run died with its process (recovery/runs.py)
-    shard, window = split_partition_key(context.partition_key)
-    with failing_at_once():
-        runtime = platforms.runtime()
-        check_layout(runtime.ledger, runtime.config, instance=context.instance, shard=shard)
-        sources = runtime.config.sources_in(shard)
-        with correlation(run_id=context.run_id, partition=str(context.partition_key),
-                         step=context.asset_key.to_user_string()):
-            refuse_unset_credentials(runtime, sources, window, run_id=context.run_id)  # before any request
-            yield Scope(runtime, shard, sources, window)
-
-
 def _failures_table(report: StageReport) -> MetadataValue:
     schema = TableSchema(columns=[TableColumn("canonical_url"), TableColumn("error_class"), TableColumn("state"),
                                   TableColumn("message")])
@@ -113,11 +87,11 @@ def _failed_sources_table(rows: list[dict]) -> MetadataValue:
                                schema=schema)
 
 
-def _result(report: StageReport, **extra) -> MaterializeResult:
+def _metadata(report: StageReport, **extra) -> dict:
     metadata = scrubbed({**report.as_metadata(), **extra})
     if report.failed_items:
         metadata["failures"] = _failures_table(report)
-    return MaterializeResult(metadata=metadata)
+    return metadata
 
 
 def scrubbed(metadata: dict) -> dict:
@@ -148,13 +122,103 @@ def feed_retry_wait(found: ShardDiscovery, retry_number: int) -> float | None:
     return asked if asked is not None else FEED_RETRY_WAIT_S * (2 ** retry_number)
 
 
+def range_retry_wait(found: list[ShardDiscovery], retry_number: int) -> float | None:
+    """feed_retry_wait over the partitions of a run: the step is retried as a whole, so it waits
+    for the longest of them (the feeds already walked in this run are not walked again)."""
+    waits = [wait for wait in (feed_retry_wait(one, retry_number) for one in found) if wait is not None]
+    return max(waits) if waits else None
+
+
+@dataclass(frozen=True)
+class PartitionCommit:
+    """What committed_media found of one partition."""
+
+    scope: Scope
+    report: StageReport
+    progress: PartitionProgress
+    mismatches: list
+    failed_feeds: list[dict]
+
+    def problem(self) -> str | None:
+        """The partition's failure line, or None when it is done: every item finished, every feed walked."""
+        if not (self.progress.unfinished or self.failed_feeds):
+            return None
+        problems = []
+        if self.failed_feeds:
+            named = ", ".join(f"{row['source']} ({row['error_class']} since {row['since']})" for row in self.failed_feeds[:5])
+            problems.append(f"the feed of {len(self.failed_feeds)} source(s) failed: {named}")
+        if self.progress.unfinished:
+            problems.append(f"{self.progress.unfinished} item(s) are unfinished after their retries "
+                            f"({self.progress.describe()})")
+        return scrub_text(f"{partition_label(self.scope.key)}: {'; '.join(problems)}; re-run the partition to finish them")
+
+    def failure_metadata(self) -> dict:
+        return {**scrubbed({**self.report.as_metadata(), **self.progress.as_metadata(),
+                            "sources_failed": len(self.failed_feeds)}),
+                "unfinished": _failures_table(self.progress.report),
+                **({"failed_sources": _failed_sources_table(self.failed_feeds)} if self.failed_feeds else {})}
+
+    def metadata(self) -> dict:
+        return _metadata(self.report, sources=len(self.scope.sources), **self.progress.as_metadata())
+
+
+def _commit_one(scope: Scope) -> PartitionCommit:
+    runtime, sources, window = scope.runtime, scope.sources, scope.window
+    commit_started = time.time()
+    report = commit_partition(runtime, sources, window)
+    mux_partition(runtime, sources, window, report)
+    progress = partition_progress(runtime, sources, window)
+    mismatches = partition_blob_mismatches(runtime, sources, window, rehash_since=commit_started)
+    failed_feeds = open_feed_errors(runtime.ledger, [source.key for source in sources], window.day.isoformat())
+    return PartitionCommit(scope, report, progress, mismatches, failed_feeds)
+
+
+def _committed_media_failure(failed: list[PartitionCommit], errors: dict[str, Exception]) -> Failure:
+    """One partition: its line and tables, as a run of one partition always reported. Several (a
+    ranged run): a line each, and each partition's tables under its shard's name."""
+    if len(failed) == 1 and not errors:
+        [only] = failed
+        return Failure(description=only.problem(), metadata=only.failure_metadata(), allow_retries=False)
+    metadata = {f"{one.scope.shard} {name}": value for one in failed for name, value in one.failure_metadata().items()
+                if name in ("unfinished", "failed_sources")}
+    return range_failure({**{one.scope.key: one.problem() for one in failed}, **errors}, metadata=metadata)
+
+
+def _check_results(commits: list[PartitionCommit], ranged: bool):
+    """The two checks, once per run (Dagster evaluates a check once per run, with no partition):
+    a ranged run's metadata says which partition each finding is of."""
+    mismatches = [({"partition": one.scope.key, **m} if ranged and isinstance(m, dict) else m)
+                  for one in commits for m in one.mismatches]
+    committed = sum(one.progress.committed for one in commits)
+    gone = sum(one.progress.gone for one in commits)
+    by_partition = ({"by_partition": MetadataValue.json({one.scope.key: {"mismatches": len(one.mismatches),
+                                                                         "items_gone": one.progress.gone}
+                                                         for one in commits})} if ranged else {})
+    yield AssetCheckResult(
+        check_name=HASHES_MATCH, passed=not mismatches,
+        metadata={"blobs_checked": committed, "mismatches": len(mismatches),
+                  "mismatched": MetadataValue.json(mismatches[:20]), **by_partition},
+        description="all committed blobs are present; this run's commits re-hash to their names" if not mismatches
+        else f"{len(mismatches)} blob(s) missing or not matching their names",
+    )
+    gone_report = StageReport("commit")
+    for one in commits:
+        gone_report.absorb(one.progress.report)
+    gone_table = _failures_table(gone_report)
+    yield AssetCheckResult(
+        check_name=NOTHING_GONE, passed=gone == 0, severity=AssetCheckSeverity.WARN,
+        metadata={"items_gone": gone, "gone": gone_table, **by_partition},
+        description=f"{gone} item(s) permanently unavailable" if gone else "no item is gone",
+    )
+
+
 @lru_cache(maxsize=16)
 def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
     """The four stage assets, partitioned by `layout` (one set per layout, cached)."""
     partitions = crawl_partitions(layout)
 
     @asset(partitions_def=partitions, group_name=GROUP, retry_policy=STEP_RETRY, kinds={"python"})
-    def media_records(context: AssetExecutionContext, platforms: PlatformsResource) -> MaterializeResult:
+    def media_records(context: AssetExecutionContext, platforms: PlatformsResource):
         """Media records of one shard's sources for one publication day.
 
         Pages each source's feed (stopping at the first page older than the day),
@@ -164,29 +228,32 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
         source whose feed fails does not stop the others: it is named in this
         materialization, in `failures`, and committed_media fails the partition.
         """
-        with _stage(context, platforms) as scope:
-            found = discover_sources(scope.runtime, scope.sources, scope.window, run_id=context.run_id)
-        wait = feed_retry_wait(found, context.retry_number)
+        outcome = each_partition(context, platforms, lambda scope: discover_sources(
+            scope.runtime, scope.sources, scope.window, run_id=context.run_id))
+        wait = range_retry_wait([found for _scope, found in outcome.done.values()], context.retry_number)
         if wait is not None:
             # Transient (rate limit, 5xx, network): walk those feeds again (only those:
             # the others are recorded as done in this run) after the time the platform asked for.
             raise RetryRequested(max_retries=STEP_RETRY.max_retries, seconds_to_wait=wait)
-        return _result(found.report, **_discovery_metadata(found))
+        yield from materialize_each(context, {key: _metadata(found.report, **_discovery_metadata(found))
+                                              for key, (_scope, found) in outcome.done.items()},
+                                    errors_failure(outcome.errors))
 
     @asset(partitions_def=partitions, group_name=GROUP, retry_policy=STEP_RETRY, deps=[media_records],
            kinds={"python"})
-    def media_downloads(context: AssetExecutionContext, platforms: PlatformsResource) -> MaterializeResult:
+    def media_downloads(context: AssetExecutionContext, platforms: PlatformsResource):
         """Media bytes of the partition, streamed into the store's staging area.
 
         Each item goes to a `.part` file, hashed while writing, resumed with
         Range/If-Range after a cut, retried per item by error class (Retry-After
         honoured), within the platform's shared rate budget.
         """
-        with _stage(context, platforms) as scope:
-            report = download_partition(scope.runtime, scope.sources, scope.window, run_id=context.run_id,
-                                        ignore_backoff=context.retry_number > 0)
-        halted = report.extra.get("platforms_halted", 0)
-        if report.still_unfinished and not halted and context.retry_number < STEP_RETRY.max_retries:
+        outcome = each_partition(context, platforms, lambda scope: download_partition(
+            scope.runtime, scope.sources, scope.window, run_id=context.run_id, ignore_backoff=context.retry_number > 0))
+        reports = [report for _scope, report in outcome.done.values()]
+        halted = any(report.extra.get("platforms_halted", 0) for report in reports)
+        if any(report.still_unfinished for report in reports) and not halted \
+                and context.retry_number < STEP_RETRY.max_retries:
             # Come back later for the transient failures, without holding a worker
             # while the platform recovers; what downloaded already stays staged.
             # Not when the platform was halted (down, auth, disk): seconds will not
@@ -194,17 +261,19 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
             # partition fails and the unfinished-partitions sensor comes back later.
             raise RetryRequested(max_retries=STEP_RETRY.max_retries,
                                  seconds_to_wait=DOWNLOAD_RETRY_WAIT_S * (2 ** context.retry_number))
-        return _result(report)
+        yield from materialize_each(context, {key: _metadata(report) for key, (_scope, report) in outcome.done.items()},
+                                    errors_failure(outcome.errors))
 
     @asset(partitions_def=partitions, group_name=GROUP, retry_policy=STEP_RETRY, deps=[media_downloads],
            kinds={"python"})
-    def verified_media(context: AssetExecutionContext, platforms: PlatformsResource) -> MaterializeResult:
+    def verified_media(context: AssetExecutionContext, platforms: PlatformsResource):
         """Staged downloads that passed verification: size, sha256, magic bytes
         (HTML served instead of media is rejected), a Pillow decode with a
         decompression-bomb guard, and the MP4 box structure."""
-        with _stage(context, platforms) as scope:
-            report = verify_partition(scope.runtime, scope.sources, scope.window)
-        return _result(report)
+        outcome = each_partition(context, platforms, lambda scope: verify_partition(
+            scope.runtime, scope.sources, scope.window))
+        yield from materialize_each(context, {key: _metadata(report) for key, (_scope, report) in outcome.done.items()},
+                                    errors_failure(outcome.errors))
 
     @asset(
         partitions_def=partitions, group_name=GROUP, retry_policy=STEP_RETRY, deps=[verified_media],
@@ -227,42 +296,13 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
         day; permanently unavailable items are reported by a check but do not
         keep the partition red.
         """
-        with _stage(context, platforms) as scope:
-            runtime, sources, window = scope.runtime, scope.sources, scope.window
-            commit_started = time.time()
-            report = commit_partition(runtime, sources, window)
-            mux_partition(runtime, sources, window, report)
-            progress = partition_progress(runtime, sources, window)
-            mismatches = partition_blob_mismatches(runtime, sources, window, rehash_since=commit_started)
-            failed_feeds = open_feed_errors(runtime.ledger, [source.key for source in sources], window.day.isoformat())
-        if progress.unfinished or failed_feeds:
-            problems = []
-            if failed_feeds:
-                named = ", ".join(f"{row['source']} ({row['error_class']} since {row['since']})" for row in failed_feeds[:5])
-                problems.append(f"the feed of {len(failed_feeds)} source(s) failed: {named}")
-            if progress.unfinished:
-                problems.append(f"{progress.unfinished} item(s) are unfinished after their retries ({progress.describe()})")
-            raise Failure(
-                description=scrub_text(f"{scope.shard} {window.day}: {'; '.join(problems)}; re-run the partition to "
-                                       "finish them"),
-                metadata={**scrubbed({**report.as_metadata(), **progress.as_metadata(),
-                                      "sources_failed": len(failed_feeds)}),
-                          "unfinished": _failures_table(progress.report),
-                          **({"failed_sources": _failed_sources_table(failed_feeds)} if failed_feeds else {})},
-                allow_retries=False,
-            )
-        yield _result(report, sources=len(sources), **progress.as_metadata())
-        yield AssetCheckResult(
-            check_name=HASHES_MATCH, passed=not mismatches,
-            metadata={"blobs_checked": progress.committed, "mismatches": len(mismatches),
-                      "mismatched": MetadataValue.json(mismatches[:20])},
-            description="all committed blobs are present; this run's commits re-hash to their names" if not mismatches
-            else f"{len(mismatches)} blob(s) missing or not matching their names",
-        )
-        yield AssetCheckResult(
-            check_name=NOTHING_GONE, passed=progress.gone == 0, severity=AssetCheckSeverity.WARN,
-            metadata={"items_gone": progress.gone, "gone": _failures_table(progress.report)},
-            description=f"{progress.gone} item(s) permanently unavailable" if progress.gone else "no item is gone",
-        )
+        outcome = each_partition(context, platforms, _commit_one)
+        commits = [commit for _scope, commit in outcome.done.values()]
+        failed = [commit for commit in commits if commit.problem()]
+        healthy = {commit.scope.key: commit.metadata() for commit in commits if not commit.problem()}
+        # The healthy partitions materialize; the step's failure turns only the others red.
+        yield from materialize_each(context, healthy, _committed_media_failure(failed, outcome.errors)
+                                    if failed or outcome.errors else None)
+        yield from _check_results(commits, is_ranged(context))
 
     return media_records, media_downloads, verified_media, committed_media

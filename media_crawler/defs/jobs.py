@@ -33,7 +33,7 @@ from media_crawler.pipeline.layout import check_layout
 from media_crawler.store.reports.reads import unfinished_partition_counts as unfinished_partitions
 from media_crawler.recovery import rerequest
 from media_crawler.recovery.runs import fail_dead_runs, in_flight_partitions
-from media_crawler.shards import PartitionLayout, shard_platform
+from media_crawler.shards import PartitionLayout, range_tags, run_ranges, shard_platform
 from media_crawler.store.source_state import register_sources
 
 # How many recent days a newly registered source gets crawled for.
@@ -70,6 +70,29 @@ def _digest(keys) -> str:
     return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:12]
 
 
+def ranged_run_requests(layout: PartitionLayout, day: str, shards, holding, run_key) -> list[RunRequest]:
+    """One RunRequest per run of `shards` on `day`: up to `layout.shards_per_run` consecutive
+    shards of one platform (shards.py `run_ranges`; `holding`: the shards that hold a source).
+    A run of one shard is a plain partition request, as before; a run of several carries
+    Dagster's range tags (a RunRequest has no range argument: Dagster reads the tags, and
+    the steps get context.partition_keys) and the platform tag, which Dagster adds from the
+    job's partitioned config only for a single partition. `run_key(shards)` names each run."""
+    requests = []
+    for shards_of_run in run_ranges(layout, shards, holding):
+        if len(shards_of_run) == 1:
+            requests.append(RunRequest(run_key=run_key(shards_of_run),
+                                       partition_key=partition_key(shards_of_run[0], day)))
+        else:
+            requests.append(RunRequest(run_key=run_key(shards_of_run), tags={
+                **range_tags(day, shards_of_run), PLATFORM_TAG: shard_platform(shards_of_run[0])}))
+    return requests
+
+
+def _span(shards) -> str:
+    """How a run key names the shards of its run: one, or the first and last."""
+    return shards[0] if len(shards) == 1 else f"{shards[0]}..{shards[-1]}"
+
+
 def build_automation(layout: PartitionLayout, crawl_job) -> list:
     """The schedule and the two sensors for the crawl job of `layout`."""
 
@@ -79,8 +102,9 @@ def build_automation(layout: PartitionLayout, crawl_job) -> list:
         """Every day at 00:30 UTC: crawl yesterday for every shard that holds a source of sources.yaml."""
         yesterday = (context.scheduled_execution_time.astimezone(timezone.utc) - timedelta(days=1)).date().isoformat()
         config = crawl_config.load()
-        for shard in sorted(config.layout.group(source.key for source in config.sources)):
-            yield RunRequest(run_key=f"{shard}|{yesterday}", partition_key=partition_key(shard, yesterday))
+        holding = config.layout.group(source.key for source in config.sources)
+        yield from ranged_run_requests(config.layout, yesterday, holding, holding,
+                                       lambda shards: f"{_span(shards)}|{yesterday}")
 
     @sensor(job=crawl_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.RUNNING)
     def source_registration_sensor(context: SensorEvaluationContext, crawl_config: CrawlConfigResource,
@@ -97,8 +121,15 @@ def build_automation(layout: PartitionLayout, crawl_job) -> list:
             return SkipReason("no new sources")
         today = datetime.now(timezone.utc).date()
         days = [(today - timedelta(days=offset)).isoformat() for offset in range(1, RECENT_DAYS + 1)]
-        return [RunRequest(run_key=f"register|{shard}|{day}|{_digest(keys)}", partition_key=partition_key(shard, day))
-                for shard, keys in sorted(config.layout.group(new).items()) for day in days]
+        added = config.layout.group(new)
+        holding = config.layout.group(source.key for source in config.sources)
+
+        def run_key(shards, day):
+            return f"register|{_span(shards)}|{day}|{_digest(key for shard in shards for key in added[shard])}"
+
+        return [request for day in days
+                for request in ranged_run_requests(config.layout, day, added, holding,
+                                                   lambda shards, day=day: run_key(shards, day))]
 
     @sensor(job=crawl_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.RUNNING)
     def unfinished_partitions_sensor(context: SensorEvaluationContext, crawl_config: CrawlConfigResource,
@@ -120,13 +151,19 @@ def build_automation(layout: PartitionLayout, crawl_job) -> list:
             if source_key in configured:
                 pair = (config.layout.shard_of(source_key), day)
                 shards[pair] = shards.get(pair, 0) + count
-        in_flight = {tuple(reversed(key.split("|", 1))) for key in in_flight_partitions(context.instance)}
+        in_flight = {tuple(reversed(key.split("|", 1))) for key in in_flight_partitions(context.instance, config.layout.shard_keys())}
         unfinished = sorted(shards, key=lambda pair: (pair[1], pair[0]))
         due, state = rerequest.plan_rerequests(unfinished, json.loads(context.cursor or "{}"), rerequest.clock(),
                                                registered={shard for shard, _day in unfinished}, in_flight=in_flight)
         context.update_cursor(json.dumps(state))
-        requests = [RunRequest(run_key=f"rerequest|{item.source_key}|{item.day}|{item.number}",
-                               partition_key=partition_key(item.source_key, item.day)) for item in due]
+        holding = config.layout.group(configured)
+        requests = []
+        for day in sorted({item.day for item in due}):
+            numbers = {item.source_key: item.number for item in due if item.day == day}  # source_key: the shard
+            requests.extend(ranged_run_requests(
+                config.layout, day, numbers, holding,
+                lambda shards, day=day, numbers=numbers:
+                    f"rerequest|{_span(shards)}|{day}|{'.'.join(str(numbers[s]) for s in shards if s in numbers)}"))
         if requests:
             return requests
         return SkipReason(f"no unfinished partition is due ({len(unfinished)} unfinished, {len(dead)} dead run(s) failed)")

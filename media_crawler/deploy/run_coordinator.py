@@ -22,16 +22,17 @@ from dagster import DagsterRun, QueuedRunCoordinator, SubmitRunContext
 
 from media_crawler.deploy.workers import PLATFORM_TAG
 from media_crawler.store.dagster_private import coordinator_instance
-from media_crawler.shards import is_shard_key, shard_platform
+from media_crawler.shards import PARTITION_TAG, RANGE_START_TAG, is_shard_key, shard_platform
 
-# Dagster's tags for a run of one multi-partition key ("day|shard") and its dimensions.
-PARTITION_TAG = "dagster/partition"
+# Dagster's tag for a dimension of a run's multi-partition key (shards.py has the others).
 SHARD_DIMENSION_TAG = "dagster/partition/shard"
 
 
 def platform_of_run(tags: Mapping[str, str]) -> str | None:
-    """The platform a run's partition belongs to, or None (no partition, or not one of ours)."""
-    shard = tags.get(SHARD_DIMENSION_TAG) or tags.get(PARTITION_TAG, "").rpartition("|")[2]
+    """The platform a run's partition belongs to, or None (no partition, or not one of ours).
+    A run of a range of partitions has no partition tag, only the range's first and last key."""
+    shard = (tags.get(SHARD_DIMENSION_TAG) or tags.get(PARTITION_TAG, "").rpartition("|")[2]
+             or tags.get(RANGE_START_TAG, "").rpartition("|")[2])
     return shard_platform(shard) if shard and is_shard_key(shard) else None
 
 

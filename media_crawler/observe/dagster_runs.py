@@ -30,11 +30,11 @@ from typing import Any, Callable
 
 from media_crawler.environment import environment_value
 from media_crawler.platforms.registry import names as platform_names
+from media_crawler.shards import PARTITION_TAG, RANGE_START_TAG, partitions_of_run
 from media_crawler.store.dagster_private import STEP_EVENT_KINDS, RunRow, SqlRunStorage
 from media_crawler.store.reports.delays import DELAY_BUCKETS, DELAY_WINDOW_S, _round, percentile
 
 PLATFORM_TAG = "media_crawler/platform"  # deploy/workers.py
-PARTITION_TAG = "dagster/partition"  # 'day|source_key'
 SOURCE_TAG = "media_crawler/source"  # runs of `media-crawler crawl`
 STEP_STAGES = {"media_records": "fetch", "media_downloads": "download", "verified_media": "verify",
                "committed_media": "commit"}
@@ -186,7 +186,8 @@ def run_platform(tags: dict[str, str]) -> str:
     """The platform a run crawls, from its tags; 'other' when it names none we know (labels stay bounded)."""
     platform = tags.get(PLATFORM_TAG)
     if not platform:
-        source = tags.get(SOURCE_TAG) or (tags.get(PARTITION_TAG) or "").split("|")[-1]
+        # A run of one partition names it; a run of several (a range of one platform) its first.
+        source = tags.get(SOURCE_TAG) or (tags.get(PARTITION_TAG) or tags.get(RANGE_START_TAG) or "").split("|")[-1]
         platform = source.split("-", 1)[0]
     return platform if platform in platform_names() else "other"
 
@@ -212,17 +213,15 @@ def runs_in_flight(instance) -> RunsInFlight:
     view = RunsInFlight()
     for run in run_storage(instance).runs(statuses=IN_FLIGHT_STATUSES):
         platform = run_platform(run.tags)
-        partition = run.tags.get(PARTITION_TAG)
+        partitions = partitions_of_run(run.tags)  # every partition of a ranged run is in flight
         if run.status in WAITING_STATUSES:
             entry = view.queued.setdefault(platform, {"count": 0, "oldest_since": run.create_timestamp})
             entry["count"] += 1
             entry["oldest_since"] = min(entry["oldest_since"], run.create_timestamp)
-            if partition:
-                view.queued_partitions.add(partition)
+            view.queued_partitions.update(partitions)
         else:
             view.running[platform] = view.running.get(platform, 0) + 1
-            if partition:
-                view.running_partitions.add(partition)
+            view.running_partitions.update(partitions)
     return view
 
 

@@ -51,6 +51,29 @@ def task_ref(task_id: int | str | None) -> str | None:
     return f"t_{task_id}"
 
 
+def one_line_for_stages(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """The log_item fields of one line that stands for several stages of one item, in order
+    (fetch-urls settles an item in its download worker: download, verify, commit).
+
+    `stage` and `outcome` are those of the last stage reached, so a committed item reads
+    `commit ok` and one refused by verification `verify failed` with its error_class;
+    each stage's outcome and duration are kept under its name (`download: "ok"`,
+    `download_ms`), duration_ms is their sum, and a later stage's fields win over an
+    earlier one's (attempt, bytes, the commit's sha256).
+    """
+    merged: dict[str, Any] = {}
+    total_ms = 0.0
+    for fields in lines:
+        stage, outcome, duration = fields["stage"], fields["outcome"], fields.get("duration_ms")
+        merged.update((key, value) for key, value in fields.items() if value is not None)
+        merged[stage] = outcome
+        if duration is not None:
+            merged[f"{stage}_ms"] = round(duration, 1)
+            total_ms += duration
+    merged["duration_ms"] = total_ms
+    return merged
+
+
 def log_item(*, stage: str, platform: str, canonical_url: str, outcome: str, task_id: int | str | None = None,
              attempt: int | None = None, duration_ms: float | None = None, **fields: Any) -> None:
     """One line per item per stage. Failures log at warning, the rest at info.

@@ -92,7 +92,7 @@ def ready(engine: Engine, config: CrawlConfig, now: float | None = None) -> Prob
 
 def _probe_store(config: CrawlConfig) -> str:
     """Write, fsync and delete a probe where the store writes."""
-    return open_blob_store(config.store_root).probe_writable()
+    return open_blob_store(config.store_location, local_root=config.store_root).probe_writable()
 
 
 def _disk_above_minimum(config: CrawlConfig) -> str:

@@ -86,8 +86,17 @@ def build_status(engine: Engine, config: CrawlConfig, now: float, *, instance=No
         "stage_delay_window_s": delays.DELAY_WINDOW_S,
         "dagster": dagster,
         "api_answers_kept": counts.kept_answers(engine),
-        "disk": disk_usage(config.store_root, config.min_free_bytes),
+        "disk": _disk(config),
     }
+
+
+def _disk(config: CrawlConfig) -> dict[str, Any]:
+    """The local disk the crawl writes to. With a bucket as the store that is the staging
+    folder alone (downloads before their upload): the bucket's own room is not ours to read."""
+    disk = disk_usage(config.store_root, config.min_free_bytes)
+    if config.store_url:
+        disk.update(store=config.store_url, holds="staged downloads only; the blobs are in the bucket")
+    return disk
 
 
 def _timestamps(entry: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

@@ -103,12 +103,15 @@ def discover_sources(runtime: Runtime, sources: Sequence[Source], window: DayWin
     return outcome
 
 
-def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | None = None) -> StageReport:
+def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | None = None, *,
+             new_item_lines: bool = True) -> StageReport:
     """Fetch and normalize the partition's feed pages; record new items.
 
     A page-level failure (rate limit, auth, schema drift) is recorded in the
     ledger's feed errors and re-raised: the partition must not look complete.
     Items already in the seen-set (committed or gone) are skipped.
+    new_item_lines=False: a new item gets no fetch line of its own (fetch-urls, whose
+    one line per item comes when the item is settled; the source's line counts them).
     """
     report = StageReport("fetch")
     adapter = runtime.adapter(source.platform)
@@ -120,7 +123,7 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
         flushed_at = time.time()
         summary = runtime.ledger.record_discovered(batch, source_key=source.key, day=day, run_id=run_id)
         crash_point(AFTER_DISCOVERY_BATCH)
-        _log_discovered(runtime, batch, flushed_at)
+        _log_discovered(runtime, batch, flushed_at, new_item_lines)
         report.new += summary.new + summary.requeued
         report.skipped += summary.skipped_seen
         report.extra["items_in_progress"] = report.extra.get("items_in_progress", 0) + summary.in_progress
@@ -175,7 +178,7 @@ def _with_answer(record: MediaRecord, keeper) -> MediaRecord:
     return replace(record, meta={**record.meta, ANSWER_META_KEY: sha256})
 
 
-def _log_discovered(runtime: Runtime, batch: list[MediaRecord], flushed_at: float) -> None:
+def _log_discovered(runtime: Runtime, batch: list[MediaRecord], flushed_at: float, new_item_lines: bool) -> None:
     """One fetch line per record of the batch, with the ledger row id it now has.
 
     The page, not the item, is what was fetched, so per-item lines carry no
@@ -193,5 +196,7 @@ def _log_discovered(runtime: Runtime, batch: list[MediaRecord], flushed_at: floa
             outcome, reason = "skipped", "seen" if row.state in FINISHED_STATES else "in_progress"
         else:
             outcome, reason = "ok", "new" if (row.discovered_at or 0) >= flushed_at else "requeued"
+            if reason == "new" and not new_item_lines:
+                continue
         log_item(stage="fetch", platform=record.platform, canonical_url=record.canonical_url, outcome=outcome,
                  task_id=row.id, attempt=row.attempts, reason=reason, state=row.state)

@@ -7,7 +7,8 @@ pipelined per item inside the download worker (`after_download`): a file is
 checked and linked into the store while it is still in the page cache, and
 the row's transitions downloading → downloaded → verified → committed land
 together in the download stage's batched ledger writes (one executemany per
-100 items), each stage still logging its own line per item.
+100 items), and the item gets one log line that gives every stage's outcome
+(observe/events.py `one_line_for_stages`; a new item gets no fetch line).
 
 Downloads can be spread over processes (pipeline/shard_processes.py): the
 interpreter, not the network, is what runs out first on thousands of small
@@ -70,7 +71,7 @@ def fetch_list(config: CrawlConfig, source: Source, window: DayWindow, workers: 
     runtime = _list_runtime(config, threads)
     summary = ListSummary()
     try:
-        discover(runtime, source, window)
+        discover(runtime, source, window, new_item_lines=False)
     except CrawlError as error:
         summary.feed_error = f"{error.error_class.value}: {error.message}"
     if processes > 1:
@@ -115,7 +116,10 @@ def _download_pass(runtime: Runtime, source: Source, threads: int, shard: tuple[
     # for items sleeping through a Retry-After or a backoff, so those never
     # stall the rest of the list.
     workers = Workers(threads, wait_threads=threads, after_download=lambda item: verify_and_commit(runtime, item))
-    return download_partition(runtime, source, None, workers=workers, ignore_backoff=True, shard=shard)
+    # The commits in the workers share one flush of the store's folders per ledger
+    # batch, made before the batch is recorded (pipeline/download.py `_apply`).
+    with runtime.store.deferred_sync():
+        return download_partition(runtime, source, None, workers=workers, ignore_backoff=True, shard=shard)
 
 
 def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> Settled:
@@ -126,6 +130,8 @@ def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> Settled:
     name belongs to this task's lease, so nothing else has written to it; a re-read would
     come from the page cache and prove nothing more. For the same reason it is not fsynced
     twice. (commit_partition, which takes .parts of earlier runs, still re-hashes and fsyncs.)
+    The link's folders are made durable once per ledger batch, before the batch that
+    says committed (`_download_pass`); the file's bytes were fsynced before the link.
     """
     task, result = item.task, item.result
     verified = verify_staged(runtime, task, sha256=result.sha256, size=result.size, attempts=item.attempts)

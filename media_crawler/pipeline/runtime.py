@@ -56,7 +56,7 @@ class Runtime:
         return cls(
             config=config,
             ledger=ledger if ledger is not None else Ledger(config.ledger_url),
-            store=open_blob_store(config.store_root, create=True),
+            store=open_blob_store(config.store_location, create=True, local_root=config.store_root),
             session=session if session is not None else runtime_session(),
             download_threads=DOWNLOAD_THREADS_PER_WORKER,
         )
@@ -93,7 +93,8 @@ class Runtime:
         from media_crawler.pipeline.answers import AnswerKeeper
         from media_crawler.store.open_store import open_answer_store
 
-        return AnswerKeeper(self.ledger, open_answer_store(self.config.store_root, create=True))
+        store = open_answer_store(self.config.store_location, create=True, local_root=self.config.store_root)
+        return AnswerKeeper(self.ledger, store)
 
     @functools.cached_property
     def _response_hooks(self) -> dict:

@@ -180,10 +180,12 @@ def backup(config: CrawlConfig, dagster_home: Path | None, dest: Path) -> Backup
     else:
         raise ValueError(f"cannot back up a ledger at {config.ledger_url.split('://')[0]}://")
     # 3. The store, last.
-    copied: BlobCopy = copy_blobs(open_blob_store(config.store_root), open_blob_store(dest / STORE_DIR, create=True))
+    live = open_blob_store(config.store_location, local_root=config.store_root)
+    copied: BlobCopy = copy_blobs(live, open_blob_store(dest / STORE_DIR, create=True))
     manifest.blobs = asdict(copied)
     # The API answers kept for the archive (docs/EXPORT.md), a store of their own beside the media.
-    copy_blobs(open_answer_store(config.store_root), open_answer_store(dest / STORE_DIR, create=True))
+    copy_blobs(open_answer_store(config.store_location, local_root=config.store_root),
+               open_answer_store(dest / STORE_DIR, create=True))
     if config.path is not None and config.path.is_file():
         shutil.copyfile(config.path, dest / CONFIG_COPY)
         manifest.config = CONFIG_COPY

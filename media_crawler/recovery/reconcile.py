@@ -17,6 +17,8 @@ What is checked (`kind` of each finding, and what `repair=True` does about it):
 |                   | validator to resume it with)                          |                                 |
 | resumable_part    | .part of an unfinished row with a resume validator    | kept (information)              |
 | orphan_blob       | blob no row names                                     | kept (information)              |
+| stale_upload      | an object store's multipart upload never completed    | aborted (older than part_grace) |
+|                   | (a worker killed mid-put): invisible, but it costs    |                                 |
 
 A muxed MP4's row (variant `mux`) is deleted instead of re-queued: it was never
 downloaded, and the next commit stage muxes the group's tracks again.
@@ -42,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from media_crawler.pipeline.leases import dead_owners, release_dead_leases
 from media_crawler.store import blob_rows
 from media_crawler.store.blob_rows import BlobRow
-from media_crawler.store.blob_store import BlobStore, rehash
+from media_crawler.store.blob_store import BlobStore, UnfinishedUploads, rehash
 from media_crawler.store.ledger import COMMITTED, DOWNLOADED, FINISHED_STATES, VERIFIED, Ledger
 
 INFO_KINDS = frozenset({"resumable_part", "orphan_blob"})
@@ -99,6 +101,7 @@ class Reconciler:
         self._missing_blobs(rows, blobs)
         self._stranded_rows(rows, blobs - corrupt, dead)
         self._parts(rows, dead)
+        self._uploads()
         referenced = {row.sha256 for row in rows.values() if row.sha256} | self._expected_hashes()
         for name in sorted(blobs - referenced):
             self._note("orphan_blob", name, "no ledger row names this blob", "kept", "kept")
@@ -209,6 +212,17 @@ class Reconciler:
             self._note("stale_part", str(path), why, "removed", "would remove")
             if self.repair:
                 path.unlink(missing_ok=True)
+
+    def _uploads(self) -> None:
+        """Unfinished multipart uploads older than the grace (a younger one may be a live
+        worker's put): no ledger row can finish one, the put starts again from its staged file."""
+        if not isinstance(self.store, UnfinishedUploads):
+            return
+        for where, upload_id in self.store.unfinished_uploads(older_than_s=self.part_grace_s):
+            self._note("stale_upload", where, f"multipart upload {upload_id[:16]}... never completed",
+                       "aborted", "would abort")
+            if self.repair:
+                self.store.abort_upload(where, upload_id)
 
     def _leased_now(self, task_id: int) -> bool:
         row = blob_rows.rows_by_id(self.ledger, [task_id]).get(task_id)

@@ -85,7 +85,8 @@ class RestoreSummary:
 
 
 def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dagster_pg_url: str | None = None,
-            location_name: str = LOCATION_NAME) -> RestoreSummary:
+            location_name: str = LOCATION_NAME, store_uri: str | None = None) -> RestoreSummary:
+    """store_uri: an s3://BUCKET/PREFIX to restore the blobs into (an empty one) instead of HOME/store."""
     from dagster import DagsterInstance
 
     from media_crawler.recovery.reconcile import reconcile
@@ -98,14 +99,18 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
         # A usage error (exit 2, one line), not a failure on the way: nothing was touched.
         raise ConfigError(f"{home} is not empty: restore only into a fresh location (a new or empty --home)")
     started_at, started = time.time(), time.monotonic()
+    store_location = store_uri or home / "store"
+    if store_uri is not None:
+        _check_fresh_bucket(store_uri)
     home.mkdir(parents=True, exist_ok=True)
-    store = open_blob_store(home / "store", create=True)
+    store = open_blob_store(store_location, create=True, local_root=home / "store")
     blobs = copy_blobs(open_blob_store(backup_dir / layout.STORE_DIR), store)
     # The kept API answers (none in a backup made before they were kept).
-    copy_blobs(open_answer_store(backup_dir / layout.STORE_DIR), open_answer_store(home / "store", create=True))
+    copy_blobs(open_answer_store(backup_dir / layout.STORE_DIR),
+               open_answer_store(store_location, create=True, local_root=home / "store"))
     ledger_url = _restore_ledger(manifest, backup_dir, home, ledger_url)
     dagster_home, dagster_pg_url = _restore_dagster(manifest, backup_dir, home, ledger_url, dagster_pg_url)
-    config_path = _restore_config(manifest, backup_dir, home, ledger_url)
+    config_path = _restore_config(manifest, backup_dir, home, ledger_url, str(store_location))
     summary = RestoreSummary(str(home), display_url(ledger_url), str(dagster_home), config_path, blobs.copied,
                              started_at=started_at, versions=versions)
     summary.credentials_required = layout.required_credentials(manifest.credentials)
@@ -184,7 +189,10 @@ def first_successful_partition(instance, since: float) -> dict | None:
     if not finished:
         return None
     first = min(finished, key=lambda record: record.end_time)
-    return {"run_id": first.dagster_run.run_id, "partition": first.dagster_run.tags.get("dagster/partition"),
+    from media_crawler.shards import partitions_of_run
+
+    keys = partitions_of_run(first.dagster_run.tags)  # one, or the partitions of a ranged run
+    return {"run_id": first.dagster_run.run_id, "partition": " ".join(keys) if keys else None,
             "ended_at": first.end_time, "after_restore_began_s": round(first.end_time - since, 3)}
 
 
@@ -307,11 +315,21 @@ def _restore_dagster(manifest, backup_dir: Path, home: Path, ledger_url: str,
     return target, dagster_pg_url
 
 
-def _restore_config(manifest, backup_dir: Path, home: Path, ledger_url: str) -> str | None:
+def _check_fresh_bucket(location: str) -> None:
+    """A restore writes into an empty store only, a bucket prefix too (ConfigError, before anything is copied)."""
+    from media_crawler.store.open_store import is_object_store, open_blob_store
+
+    if not is_object_store(location):
+        raise ConfigError(f"--store {location!r}: restore takes s3://BUCKET/PREFIX (a folder store is HOME/store)")
+    if next(iter(open_blob_store(location, local_root=Path(".")).iter_sha256s()), None) is not None:
+        raise ConfigError(f"{location} holds blobs already: restore only into an empty bucket prefix")
+
+
+def _restore_config(manifest, backup_dir: Path, home: Path, ledger_url: str, store_location: str) -> str | None:
     if not manifest.config:
         return None
     raw = yaml.safe_load((backup_dir / manifest.config).read_text()) or {}
-    raw["store"] = str(home / "store")
+    raw["store"] = store_location
     if ledger_url.startswith("sqlite"):
         raw["ledger_url"] = ledger_url
     else:

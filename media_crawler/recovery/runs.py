@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
 from media_crawler.pipeline.liveness import is_dead, process_token
+from media_crawler.shards import PARTITION_TAG, partitions_of_run
 
 PROCESS_TAG = "media_crawler/process"
-PARTITION_TAG = "dagster/partition"
+COMMITTED_ASSET = "committed_media"  # a partition is done when this, the last stage, materialized it
 IN_FLIGHT = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
              DagsterRunStatus.STARTED)
 # Executors whose steps run in the run worker itself, or in its child processes:
@@ -92,36 +94,52 @@ def fail_dead_runs(instance: DagsterInstance) -> list[DagsterRun]:
     return failed
 
 
-def latest_run(instance: DagsterInstance, partition: str) -> DagsterRun | None:
-    records = instance.get_run_records(RunsFilter(tags={PARTITION_TAG: partition}), limit=1)
-    return records[0].dagster_run if records else None
-
-
-def in_flight_partitions(instance: DagsterInstance) -> set[str]:
-    """Partitions with a run queued or running: never start a second one beside it."""
+def in_flight_partitions(instance: DagsterInstance, shard_order: Sequence[str] | None = None) -> set[str]:
+    """Partitions with a run queued or running: never start a second one beside it.
+    A run of a range of partitions holds every partition of the range (`shard_order`: the
+    layout's shard keys, for a range launched across platforms: shards.py partitions_of_run)."""
     records = instance.get_run_records(RunsFilter(statuses=list(IN_FLIGHT)))
-    return {record.dagster_run.tags[PARTITION_TAG] for record in records if PARTITION_TAG in record.dagster_run.tags}
+    return {key for record in records for key in partitions_of_run(record.dagster_run.tags, shard_order)}
 
 
 @dataclass(frozen=True)
 class FailedPartition:
-    partition: str  # Dagster's key, "day|source"
+    partition: str  # Dagster's key, "day|shard"
     run_id: str  # the failed run that named it
 
 
-def failed_partitions(instance: DagsterInstance, since: datetime | None = None) -> list[FailedPartition]:
-    """Partitions whose latest run failed (updated after `since`).
+def failed_partitions(instance: DagsterInstance, since: datetime | None = None,
+                      shard_order: Sequence[str] | None = None) -> list[FailedPartition]:
+    """Partitions whose latest run failed (runs updated after `since`).
 
     A partition that failed and then succeeded, or is running again, is not
-    listed: the latest run is the one that counts.
+    listed: the latest run is the one that counts. A failed run of several
+    partitions counts as failed only for those whose committed_media it did not
+    materialize (a ranged step fails only its failed keys: defs/partition_range.py).
     """
-    records = instance.get_run_records(RunsFilter(statuses=[DagsterRunStatus.FAILURE], updated_after=since))
+    latest: dict[str, DagsterRun] = {}
+    # Newest first: the first run met for a partition is its latest (a later run is updated later too).
+    for record in instance.get_run_records(RunsFilter(updated_after=since)):
+        for key in partitions_of_run(record.dagster_run.tags, shard_order):
+            latest.setdefault(key, record.dagster_run)
     found: dict[str, FailedPartition] = {}
-    for record in records:
-        partition = record.dagster_run.tags.get(PARTITION_TAG)
-        if not partition or partition in found:
+    committed_by_run: dict[str, set[str]] = {}
+    for key, run in latest.items():
+        if run.status != DagsterRunStatus.FAILURE:
             continue
-        latest = latest_run(instance, partition)
-        if latest is not None and latest.status == DagsterRunStatus.FAILURE:
-            found[partition] = FailedPartition(partition, latest.run_id)
+        if run.run_id not in committed_by_run:
+            committed_by_run[run.run_id] = _committed_in_run(instance, run)
+        if key not in committed_by_run[run.run_id]:
+            found[key] = FailedPartition(key, run.run_id)
     return sorted(found.values(), key=lambda item: item.partition)
+
+
+def _committed_in_run(instance: DagsterInstance, run: DagsterRun) -> set[str]:
+    """The partitions a failed ranged run still committed (none for a run of one partition: it failed)."""
+    if run.tags.get(PARTITION_TAG):
+        return set()
+    from dagster import DagsterEventType
+
+    records = instance.get_records_for_run(run.run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records
+    return {str(record.event_log_entry.dagster_event.partition) for record in records
+            if record.event_log_entry.dagster_event.asset_key.to_user_string() == COMMITTED_ASSET}

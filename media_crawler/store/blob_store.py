@@ -2,7 +2,7 @@
 
 A blob is named by the sha256 of its bytes and is either absent or whole. The
 crawler names blobs only by that hash: where and how they are kept (a folder
-tree on a shared filesystem today, an object store later) is the store's own
+tree on a local or shared filesystem, or an S3 bucket) is the store's own
 knowledge, so no path of a blob is built or passed around outside store/
 (media_crawler_tests/test_architecture.py checks this).
 
@@ -16,8 +16,10 @@ make bytes need files:
   for the length of a `with` block: the blob itself on a filesystem, a
   temporary download from an object store.
 
-The implementation today is store/cas.py `FilesystemBlobStore`; `open_blob_store`
-(store/open_store.py) is the one place that chooses it.
+The implementations are store/cas.py `FilesystemBlobStore` and store/s3/
+`S3BlobStore`; `open_blob_store` (store/open_store.py) is the one place that chooses.
+A store whose puts can leave invisible leftovers (multipart uploads) also keeps
+`UnfinishedUploads`, for reconcile.
 """
 from __future__ import annotations
 
@@ -77,6 +79,9 @@ class BlobStore(Protocol):
     def deferred_sync(self) -> ContextManager["BlobStore"]:
         """Puts inside the block are durable when it ends (one flush for the batch)."""
 
+    def sync_deferred(self) -> None:
+        """Inside deferred_sync(): make the puts so far durable now, and go on deferring."""
+
     def free_bytes(self) -> int:
         """Room left for new blobs and staged files, in bytes."""
 
@@ -96,6 +101,19 @@ class BlobStore(Protocol):
         """The blob a staged file is another name of (a crash between a put's link and its
         unlink leaves one), or None. hints: hashes it probably has; may_hash: with none of
         them right, hash the file to find out. A store that copies on put answers None."""
+
+
+@runtime_checkable
+class UnfinishedUploads(Protocol):
+    """A store whose puts can leave invisible, costly leftovers when a worker is killed
+    mid-put (an object store's multipart uploads): reconcile lists and aborts them. A
+    filesystem store's leftovers are staged files, which `iter_parts` lists already."""
+
+    def unfinished_uploads(self, older_than_s: float = 0.0) -> list[tuple[str, str]]:
+        """(where, upload id) of the uploads begun more than `older_than_s` ago and never finished."""
+
+    def abort_upload(self, where: str, upload_id: str) -> None:
+        """Drop an unfinished upload (gone already: no error)."""
 
 
 def stream_sha256(stream: BinaryIO) -> str:

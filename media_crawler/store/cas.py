@@ -21,6 +21,7 @@ import hashlib
 import os
 import re
 import shutil
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,7 +46,9 @@ class FilesystemBlobStore(BlobStore):
         self.staging = self.root / STAGING
         self._free_space: tuple[float, int] = (float("-inf"), 0)  # (read at, bytes free)
         # Inside deferred_sync(): (folders whose entries changed, staged names to drop).
+        # Download threads commit concurrently (fetch-urls), so the pair is swapped under a lock.
         self._deferred: tuple[set[Path], list[Path]] | None = None
+        self._deferred_lock = threading.Lock()
 
     @contextmanager
     def deferred_sync(self):
@@ -53,9 +56,10 @@ class FilesystemBlobStore(BlobStore):
         fsync per folder per blob (with 65,536 fan-out folders nearly every blob has a
         folder of its own, so that was an fsync per blob: half of a small file's
         commit). Each blob's bytes are still fsynced before its link, so a name never
-        points at unwritten data; the links are durable when the block ends, and the
-        staged names are dropped only then. The caller records the commits after the
-        block (a crash before leaves rows to commit again: put-if-absent says stored)."""
+        points at unwritten data; the links are durable when the block ends (or at a
+        sync_deferred() inside it), and the staged names are dropped only then. The
+        caller records the commits after the flush (a crash before leaves rows to
+        commit again: put-if-absent says stored)."""
         if self._deferred is not None:
             yield self
             return
@@ -63,11 +67,24 @@ class FilesystemBlobStore(BlobStore):
         try:
             yield self
         finally:
+            try:
+                self.sync_deferred()
+            finally:
+                self._deferred = None
+
+    def sync_deferred(self) -> None:
+        """Make every link made so far inside deferred_sync() durable now and drop its
+        staged name; the block goes on. fetch-urls calls it before each ledger batch,
+        so no row says committed before its blob's name is on the disk. Outside the
+        block: nothing to do."""
+        with self._deferred_lock:
+            if self._deferred is None:
+                return
             folders, staged = self._deferred
-            self._deferred = None
-            _sync_folders(self.root, folders)
-            for path in staged:
-                path.unlink(missing_ok=True)
+            self._deferred = (set(), [])
+        _sync_folders(self.root, folders)
+        for path in staged:
+            path.unlink(missing_ok=True)
 
     def ensure(self) -> "FilesystemBlobStore":
         if self.blobs.is_dir() and self.staging.is_dir():
@@ -198,10 +215,12 @@ class FilesystemBlobStore(BlobStore):
                 changed_folders = self._link_making_folders(staged, target)
             except FileExistsError:
                 return self._already_stored(staged, target)
-            if self._deferred is not None:
-                self._deferred[0].update(changed_folders)
-                self._deferred[1].append(staged)
-            else:
+            with self._deferred_lock:
+                deferred = self._deferred
+                if deferred is not None:
+                    deferred[0].update(changed_folders)
+                    deferred[1].append(staged)
+            if deferred is None:
                 for folder in changed_folders:
                     _fsync_dir(folder)
                 staged.unlink(missing_ok=True)

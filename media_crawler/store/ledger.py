@@ -6,6 +6,7 @@ transaction per batch of items, never one commit per file.
 """
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass
@@ -358,7 +359,12 @@ def _insert_absent(conn, rows: Sequence[Mapping[str, Any]]) -> set[tuple[str, st
 
 def _update_many(conn, changes: Sequence[tuple[int, str | None, Mapping[str, Any]]], now: float) -> int:
     """Ledger.apply's statements: each run of consecutive changes with the same
-    columns (and owner guard or none) is one executemany of one UPDATE."""
+    columns (and owner guard or none) is one executemany of one UPDATE.
+
+    The UPDATE is compiled once per shape and sent with the driver's own executemany
+    on the transaction's connection: SQLAlchemy's executemany processed every row's
+    parameters in Python again, a tenth of a second per thousand items on the
+    download path, for columns (numbers and strings) that need no processing."""
     changed = 0
     start = 0
     while start < len(changes):
@@ -367,23 +373,33 @@ def _update_many(conn, changes: Sequence[tuple[int, str | None, Mapping[str, Any
         while end < len(changes) and _shape(changes[end]) == shape:
             end += 1
         guarded, names = shape
-        stmt = update(T).where(T.c.id == bindparam("b_task_id"))
-        if guarded:
-            stmt = stmt.where(T.c.lease_owner == bindparam("b_owner"))
-        stmt = stmt.values({**{name: bindparam(f"v_{name}") for name in names},
-                            "updated_at": bindparam("v_updated_at")})
+        sql, order = _compiled_update(conn.dialect, guarded, names)
         params = []
         for task_id, owner, values in changes[start:end]:
-            row = {"b_task_id": task_id, "v_updated_at": values.get("updated_at", now)}
-            if guarded:
-                row["b_owner"] = owner
+            row = {"b_task_id": task_id, "b_owner": owner, "v_updated_at": values.get("updated_at", now)}
             for name in names:
                 row[f"v_{name}"] = values[name]
-            params.append(row)
-        result = conn.execute(stmt, params[0] if len(params) == 1 else params)
-        changed += max(result.rowcount, 0)
+            params.append(row if order is None else tuple(row[key] for key in order))
+        cursor = conn.connection.cursor()
+        try:
+            cursor.executemany(sql, params)
+            changed += max(cursor.rowcount, 0)
+        finally:
+            cursor.close()
         start = end
     return changed
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled_update(dialect, guarded: bool, names: tuple[str, ...]) -> tuple[str, tuple[str, ...] | None]:
+    """The UPDATE of one change shape in the driver's SQL and parameter style: (sql, the
+    parameter names in order for a positional style, None for a named one)."""
+    stmt = update(T).where(T.c.id == bindparam("b_task_id"))
+    if guarded:
+        stmt = stmt.where(T.c.lease_owner == bindparam("b_owner"))
+    stmt = stmt.values({**{name: bindparam(f"v_{name}") for name in names}, "updated_at": bindparam("v_updated_at")})
+    compiled = stmt.compile(dialect=dialect)
+    return compiled.string, tuple(compiled.positiontup) if compiled.positional else None
 
 
 def _shape(change: tuple[int, str | None, Mapping[str, Any]]) -> tuple[bool, tuple[str, ...]]:

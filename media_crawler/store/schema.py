@@ -19,8 +19,14 @@ from sqlalchemy import (
     text,
 )
 
-SCHEMA_VERSION = 7
+from media_crawler.store.states import FINISHED_STATES, STATES
+
+SCHEMA_VERSION = 8
 metadata = MetaData()
+# Rows that are not finished (states.py: every state but committed and gone), as SQL:
+# the predicate of ix_mc_tasks_unfinished and of the queries it serves.
+UNFINISHED_PREDICATE = "state IN ({})".format(
+    ", ".join(f"'{state}'" for state in STATES if state not in FINISHED_STATES))
 
 schema_version = Table(
     "mc_schema_version",
@@ -79,7 +85,7 @@ tasks = Table(
     Column("wait_since", Float),
     Column("wait_cause", String(32)),
     Column("retry_after_s", Float),
-    # Version 7: what the media response that completed the item said (JSON: status,
+    # Version 8: what the media response that completed the item said (JSON: status,
     # content_type, etag, last_modified, date), for the archive's response record;
     # unlike `etag` (the resume validator) compaction keeps it.
     Column("media_response", Text),
@@ -99,14 +105,23 @@ tasks = Table(
     # both read the whole ledger (0.2 s and 0.45 s at a million rows, bench/SCALE.md).
     Index("ix_mc_tasks_lease_owner", "lease_owner", "lease_expires_at",
           postgresql_where=text("lease_owner IS NOT NULL"), sqlite_where=text("lease_owner IS NOT NULL")),
+    # Version 7: the unfinished rows only, with what the unfinished-partitions sensor
+    # (every minute) and `rerun-failed` count them by: the query is answered from this
+    # small index alone (covering), never from the table, however many finished rows the
+    # ledger holds and whether or not it was ever ANALYZEd. The predicate is spelled once
+    # (UNFINISHED_PREDICATE): a query must state it literally for the planner to see that
+    # it implies the index's (SQLite, PostgreSQL). Led by state: SQLite's planner, without
+    # statistics, takes an index it can search by the IN list over one it must scan.
+    Index("ix_mc_tasks_unfinished", "state", "day", "source_key",
+          postgresql_where=text(UNFINISHED_PREDICATE), sqlite_where=text(UNFINISHED_PREDICATE)),
 )
 
 # Indexes added by a schema version after 1 (store/database.py MIGRATIONS).
 INDEXES_SINCE = {2: ("ix_mc_tasks_failed_at", "ix_mc_tasks_committed_at"), 4: ("ix_mc_tasks_state_platform",),
-                 6: ("ix_mc_tasks_lease_owner",)}
+                 6: ("ix_mc_tasks_lease_owner",), 7: ("ix_mc_tasks_unfinished",)}
 # mc_tasks columns added by a schema version after 1 (all nullable, no default:
 # adding one is a change of the catalog only, on SQLite and PostgreSQL alike).
-COLUMNS_SINCE = {3: ("wait_reason", "wait_since", "wait_cause", "retry_after_s"), 7: ("media_response",)}
+COLUMNS_SINCE = {3: ("wait_reason", "wait_since", "wait_cause", "retry_after_s"), 8: ("media_response",)}
 # Columns of other tables added after version 1, by version: (table, column).
 OTHER_COLUMNS_SINCE = {5: (("mc_feed_errors", "item_id"),)}
 
@@ -187,7 +202,7 @@ source_days = Table(
     Column("items_new", Integer, nullable=False, default=0),
 )
 
-# Version 7: every API answer kept as fetched (pipeline/answers.py): its body is a blob of
+# Version 8: every API answer kept as fetched (pipeline/answers.py): its body is a blob of
 # the answer store (named by its sha256, so identical answers are stored once), its
 # status and headers (secrets scrubbed) are here, with the scrubbed URL and the time.
 api_answers = Table(
@@ -205,6 +220,6 @@ api_answers = Table(
     Index("ix_mc_api_answers_fetched_at", "fetched_at"),
     Index("ix_mc_api_answers_sha256", "sha256"),
 )
-TABLES_SINCE = {4: ("mc_layout", "mc_sources", "mc_source_days"), 7: ("mc_api_answers",)}
+TABLES_SINCE = {4: ("mc_layout", "mc_sources", "mc_source_days"), 8: ("mc_api_answers",)}
 # The mc_layout row of a ledger that had rows before version 4 (per-source partitions).
 LEGACY_LAYOUT = "*per-source*"

@@ -17,11 +17,11 @@ WebP its RIFF length. Any exception the decoders raise is corrupt_media.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import BinaryIO
 
 from PIL import Image, UnidentifiedImageError
@@ -63,27 +63,34 @@ def verify_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXEL
                  opened: BinaryIO | None = None) -> ImageInfo:
     """Raise CrawlError unless `path` is a whole, fully decodable image of sane size.
 
-    opened: `path` already open for reading at its start (the caller's handle
-    is read for the header and left open).
+    opened: `path` already open for reading (the caller's handle, left open). The file
+    is opened once: the header, the decode and the format's own checks all read through
+    one handle (at thousands of small files every open is several system calls).
     """
-    path = Path(path)
+    with contextlib.ExitStack() as stack:
+        handle = opened if opened is not None else stack.enter_context(open(path, "rb"))
+        handle.seek(0)
+        return _verify_image(handle, max_pixels)
+
+
+def _verify_image(handle: BinaryIO, max_pixels: int) -> ImageInfo:
     try:
-        with Image.open(opened if opened is not None else path, formats=PILLOW_FORMATS) as image:
+        with Image.open(handle, formats=PILLOW_FORMATS) as image:  # a handle of ours: left open
             image_format = image.format
             width, height = image.size
             _check_dimensions(width, height, max_pixels)
             frames = _frame_count(image, width, height)
             if image_format == "PNG":
                 image.verify()  # chunk CRCs; the image must be opened again to decode
-        if image_format == "PNG":
-            _decode_png(path, width, height)
-        else:
-            with Image.open(path, formats=PILLOW_FORMATS) as image:
+            else:
+                # Nothing decoded yet (the header and frame count only): decode this same image.
                 _decode_frames(image, image_format, width, height, frames)
-        if image_format == "GIF":
-            _check_gif_trailer(path)
+        if image_format == "PNG":
+            _decode_png(handle, width, height)
+        elif image_format == "GIF":
+            _check_gif_trailer(handle)
         elif image_format == "WEBP":
-            _check_riff_length(path)
+            _check_riff_length(handle)
     except CrawlError:
         raise
     except Image.DecompressionBombError as exc:
@@ -138,95 +145,93 @@ def _decode_frames(image: Image.Image, image_format: str, width: int, height: in
         image.load()  # OSError "image file is truncated" on a cut body
 
 
-def _decode_png(path: Path, width: int, height: int) -> None:
-    _check_animation_control(path)
+def _decode_png(handle: BinaryIO, width: int, height: int) -> None:
+    _check_animation_control(handle)
     if width * height <= DECODE_BUDGET_PIXELS:
-        with Image.open(path, formats=("PNG",)) as image:
+        handle.seek(0)
+        with Image.open(handle, formats=("PNG",)) as image:
             frames = _frame_count(image, width, height)
             for index in range(frames):
                 if index:
                     image.seek(index)
                 image.load()
         return
-    _inflate_png(path, width, height)
+    _inflate_png(handle, width, height)
 
 
-def _check_animation_control(path: Path) -> None:
+def _check_animation_control(handle: BinaryIO) -> None:
     """An APNG's acTL must announce at least one frame. Pillow falls back to the default
     image of one that announces none (with only a warning), or failed on it (IndexError)."""
-    with open(path, "rb") as handle:
-        handle.seek(8)
-        while True:
-            header = handle.read(8)
-            if len(header) < 8:
-                return
-            length, kind = struct.unpack(">I4s", header)
-            if kind == b"IDAT":
-                return  # acTL comes before the image data, or not at all
-            if kind == b"acTL":
-                frames = struct.unpack(">I", handle.read(4).rjust(4, b"\x00"))[0]
-                if frames == 0:
-                    raise corrupt("APNG announces zero frames")
-                return
-            handle.seek(length + 4, os.SEEK_CUR)
+    handle.seek(8)
+    while True:
+        header = handle.read(8)
+        if len(header) < 8:
+            return
+        length, kind = struct.unpack(">I4s", header)
+        if kind == b"IDAT":
+            return  # acTL comes before the image data, or not at all
+        if kind == b"acTL":
+            frames = struct.unpack(">I", handle.read(4).rjust(4, b"\x00"))[0]
+            if frames == 0:
+                raise corrupt("APNG announces zero frames")
+            return
+        handle.seek(length + 4, os.SEEK_CUR)
 
 
-def _inflate_png(path: Path, width: int, height: int) -> None:
+def _inflate_png(handle: BinaryIO, width: int, height: int) -> None:
     """Inflate a large PNG's IDAT stream piecewise: every compressed byte is read, the
     result must be exactly the image's size, and memory stays at one piece."""
-    with open(path, "rb") as handle:
-        handle.seek(8)
-        ihdr = handle.read(25)
-        if len(ihdr) < 25 or ihdr[4:8] != b"IHDR":
-            raise corrupt("PNG has no IHDR")
-        depth, colour, _compression, _filter, interlace = ihdr[16:21]
-        if colour not in _PNG_CHANNELS or interlace:
-            raise CrawlError(ErrorClass.TOO_LARGE, "a PNG this large is verified only when not interlaced")
-        row = 1 + (width * _PNG_CHANNELS[colour] * depth + 7) // 8
-        expected, produced = row * height, 0
-        inflater = zlib.decompressobj()
-        handle.seek(8 + 25)
-        while True:
-            header = handle.read(8)
-            if len(header) < 8:
-                raise corrupt("PNG ends before IEND")
-            length, kind = struct.unpack(">I4s", header)
-            if kind == b"IEND":
-                break
-            if kind != b"IDAT":
-                handle.seek(length + 4, os.SEEK_CUR)
-                continue
-            remaining = length
-            while remaining:
-                piece = handle.read(min(remaining, 1 << 20))
-                if not piece:
-                    raise corrupt("PNG is cut inside IDAT")
-                remaining -= len(piece)
-                data = piece
-                while data:
-                    produced += len(inflater.decompress(data, 1 << 20))
-                    data = inflater.unconsumed_tail
-                    if produced > expected:
-                        raise corrupt("PNG image data inflates past the image's size")
-            handle.seek(4, os.SEEK_CUR)  # the CRC, which verify() checked
-        produced += len(inflater.flush())
-        if not inflater.eof or produced != expected:
-            raise corrupt(f"PNG image data inflates to {produced} bytes, the image needs {expected}")
-
-
-def _check_gif_trailer(path: Path) -> None:
-    """A GIF ends with the 0x3B trailer; a cut one does not (Pillow verify() skips GIF)."""
-    with open(path, "rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        if handle.read(1) != b"\x3b":
-            raise corrupt("GIF has no trailer byte: the file is cut")
-
-
-def _check_riff_length(path: Path) -> None:
-    """WebP's RIFF header states the file length; a cut file is shorter than that."""
-    with open(path, "rb") as handle:
+    handle.seek(8)
+    ihdr = handle.read(25)
+    if len(ihdr) < 25 or ihdr[4:8] != b"IHDR":
+        raise corrupt("PNG has no IHDR")
+    depth, colour, _compression, _filter, interlace = ihdr[16:21]
+    if colour not in _PNG_CHANNELS or interlace:
+        raise CrawlError(ErrorClass.TOO_LARGE, "a PNG this large is verified only when not interlaced")
+    row = 1 + (width * _PNG_CHANNELS[colour] * depth + 7) // 8
+    expected, produced = row * height, 0
+    inflater = zlib.decompressobj()
+    handle.seek(8 + 25)
+    while True:
         header = handle.read(8)
+        if len(header) < 8:
+            raise corrupt("PNG ends before IEND")
+        length, kind = struct.unpack(">I4s", header)
+        if kind == b"IEND":
+            break
+        if kind != b"IDAT":
+            handle.seek(length + 4, os.SEEK_CUR)
+            continue
+        remaining = length
+        while remaining:
+            piece = handle.read(min(remaining, 1 << 20))
+            if not piece:
+                raise corrupt("PNG is cut inside IDAT")
+            remaining -= len(piece)
+            data = piece
+            while data:
+                produced += len(inflater.decompress(data, 1 << 20))
+                data = inflater.unconsumed_tail
+                if produced > expected:
+                    raise corrupt("PNG image data inflates past the image's size")
+        handle.seek(4, os.SEEK_CUR)  # the CRC, which verify() checked
+    produced += len(inflater.flush())
+    if not inflater.eof or produced != expected:
+        raise corrupt(f"PNG image data inflates to {produced} bytes, the image needs {expected}")
+
+
+def _check_gif_trailer(handle: BinaryIO) -> None:
+    """A GIF ends with the 0x3B trailer; a cut one does not (Pillow verify() skips GIF)."""
+    handle.seek(-1, os.SEEK_END)
+    if handle.read(1) != b"\x3b":
+        raise corrupt("GIF has no trailer byte: the file is cut")
+
+
+def _check_riff_length(handle: BinaryIO) -> None:
+    """WebP's RIFF header states the file length; a cut file is shorter than that."""
+    handle.seek(0)
+    header = handle.read(8)
     declared = struct.unpack("<I", header[4:8])[0] + 8
-    actual = path.stat().st_size
+    actual = os.fstat(handle.fileno()).st_size
     if actual < declared:
         raise corrupt(f"WebP is {actual} bytes, its RIFF header says {declared}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.store.blob_store import file_sha256
+from media_crawler.store.blob_store import stream_sha256
 from media_crawler.verify.images import DEFAULT_MAX_PIXELS, verify_image
 from media_crawler.verify.mp4 import verify_mp4
 from media_crawler.verify.signatures import HEAD_BYTES, describe_foreign, sniff
@@ -67,14 +67,18 @@ def verify_file(
     if kind not in ACCEPTED_TYPES:
         raise ValueError(f"unknown media kind {kind!r}; expected one of {', '.join(ACCEPTED_TYPES)}")
     path = Path(path)
-    # One open for the size, the signature and the image header: at thousands of
-    # small files each extra open is several system calls per item.
+    # One open for the size, the hash, the signature and the image's decode: at thousands
+    # of small files each extra open is several system calls per item.
     with open(path, "rb") as handle:  # buffered: Pillow reads the header a few bytes at a time
         size = os.fstat(handle.fileno()).st_size
         _check_size(size, expected_size, max_bytes)
         hash_proven = False
         if expected_sha256:
-            digest = actual_sha256 or file_sha256(path)
+            if not actual_sha256:
+                digest = stream_sha256(handle)
+                handle.seek(0)
+            else:
+                digest = actual_sha256
             if digest.lower() != expected_sha256.lower():
                 raise CrawlError(ErrorClass.HASH_MISMATCH, f"sha256 {digest[:12]}… differs from the announced {expected_sha256[:12]}…")
             hash_proven = True

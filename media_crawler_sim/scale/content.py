@@ -22,11 +22,11 @@ from media_crawler_sim.content import facebook as demo_facebook
 from media_crawler_sim.content import urls as demo_urls
 from media_crawler_sim.content import weibo as demo_weibo
 from media_crawler_sim.media import Recipe, dash_segment_base
+from media_crawler_sim.parts import SourceSpec, simulator_parts
 from media_crawler_sim.scale.codec import BASE36, Scrambler, from_base, to_base
 from media_crawler_sim.scale.options import MAX_MEDIA_PER_POST, MEDIA_SIZES, WorldSize
 from media_crawler_sim.seeded import BASE62, BV_ALPHABET
 
-PLATFORMS = ("bilibili", "weibo", "facebook", "urls")
 HEX = "0123456789abcdef"
 
 BILIBILI_MID_BASE = 100_000_000  # mid = base + account
@@ -44,6 +44,15 @@ class PostKey(NamedTuple):
     account: int
     day: int  # 0 = the oldest day of the world
     post: int  # 0 = the day's first post
+
+
+def generated_platforms() -> tuple[str, ...]:
+    """The platforms a generated world serves, in registry order: those whose simulator part
+    (the media_crawler_sim.platforms entry-point group) says `generated` and that this
+    generator can make posts for (a `_<platform>` method below). A registered platform with
+    no generated content is simply absent from generated worlds."""
+    return tuple(name for name, part in simulator_parts().items()
+                 if part.generated and callable(getattr(Generator, "_" + name, None)))
 
 
 @dataclass(frozen=True)
@@ -158,19 +167,21 @@ class Generator:
     def url_list(account: int) -> str:
         return f"list-{account}"
 
-    def source_label(self, platform: str, account: int) -> str:
+    def source_spec(self, platform: str, account: int) -> SourceSpec:
+        """The sources.yaml line of one generated account."""
         if platform == "bilibili":
-            return f"bilibili: user {self.bilibili_mid(account)}"
+            return SourceSpec("bilibili", f"user {self.bilibili_mid(account)}")
         if platform == "weibo":
-            return f"weibo: user {self.weibo_uid(account)}"
+            options = (("api", "ajax"),) if self.weibo_api(account) == "ajax" else ()
+            return SourceSpec("weibo", f"user {self.weibo_uid(account)}", options)
         if platform == "facebook":
-            return f"facebook: page {self.facebook_page_id(account)}"
-        return f"urls: /urls/{self.url_list(account)}.json"
+            return SourceSpec("facebook", f"page {self.facebook_page_id(account)}")
+        return SourceSpec("urls", f"/urls/{self.url_list(account)}.json")
 
     # --- posts -------------------------------------------------------------------------
 
     def generate(self, key: PostKey) -> Generated:
-        files = Collector(key.platform, self.source_label(key.platform, key.account))
+        files = Collector(key.platform, self.source_spec(key.platform, key.account).label)
         post = getattr(self, "_" + key.platform)(key, files)
         return Generated(key, post, files.files, tuple(files.picks))
 

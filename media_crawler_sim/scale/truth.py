@@ -19,7 +19,7 @@ from typing import Iterator
 import yaml
 
 from media_crawler_sim.catalog import ALTERNATE, FAULT, PICK, MediaFile
-from media_crawler_sim.scale.content import PLATFORMS, PostKey
+from media_crawler_sim.scale.content import PostKey
 
 DEFAULT_LIMIT, MAX_LIMIT = 500, 5_000
 _CHUNK = 200  # entries per streamed chunk
@@ -62,8 +62,8 @@ def header(world, base_url: str) -> dict:
         "days": [day.isoformat() for day in world.days],
         "generated": True,
         "size": size.as_json(),
-        "accounts": {platform: size.accounts(platform) for platform in PLATFORMS},
-        "posts": sum(size.accounts(platform) for platform in PLATFORMS) * world.posts_per_account,
+        "accounts": {platform: size.accounts(platform) for platform in world.platforms},
+        "posts": sum(size.accounts(platform) for platform in world.platforms) * world.posts_per_account,
         "wbi": {"img_key": world.wbi_img_key, "sub_key": world.wbi_sub_key},
         "media_pages": f"{base_url}/_sim/truth/media?limit={DEFAULT_LIMIT}",
         "media_stream": f"{base_url}/_sim/truth.ndjson",
@@ -109,15 +109,15 @@ def _generated_entries(world, base_url: str, start: tuple[PostKey, int] | None) 
     for post_key in world.post_keys(key):
         picks = world.generated(post_key).picks
         for index in range(skip, len(picks)):
-            cursor = f"{PLATFORMS.index(post_key.platform)}.{post_key.account}.{post_key.day}.{post_key.post}.{index}"
+            cursor = f"{world.platforms.index(post_key.platform)}.{post_key.account}.{post_key.day}.{post_key.post}.{index}"
             yield cursor, media_entry(world, picks[index], base_url)
         skip = 0
 
 
-def _parse_cursor(cursor: str) -> tuple[PostKey, int]:
+def _parse_cursor(world, cursor: str) -> tuple[PostKey, int]:
     try:
         platform, account, day, post, index = (int(part) for part in cursor.split("."))
-        return PostKey(PLATFORMS[platform], account, day, post), index
+        return PostKey(world.platforms[platform], account, day, post), index
     except (ValueError, IndexError):
         raise ValueError(f"bad cursor {cursor!r}") from None
 
@@ -132,7 +132,7 @@ def media_page(world, base_url: str, fault_book, cursor: str | None, limit: int)
         following = str(offset + limit) if offset + limit < len(media) else None
     else:
         page, following = [], None
-        for position, entry in _generated_entries(world, base_url, _parse_cursor(cursor) if cursor else None):
+        for position, entry in _generated_entries(world, base_url, _parse_cursor(world, cursor) if cursor else None):
             if len(page) == limit:
                 following = position
                 break

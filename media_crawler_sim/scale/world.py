@@ -17,7 +17,8 @@ from media_crawler_sim.content import weibo as demo_weibo
 from media_crawler_sim.media import render
 from media_crawler_sim.scale.codec import from_base
 from media_crawler_sim.scale.content import (
-    BILIBILI_AID_BASE, BILIBILI_MID_BASE, FACEBOOK_PAGE_BASE, PLATFORMS, WEIBO_UID_BASE, Generated, Generator, PostKey,
+    BILIBILI_AID_BASE, BILIBILI_MID_BASE, FACEBOOK_PAGE_BASE, WEIBO_UID_BASE, Generated, Generator, PostKey,
+    generated_platforms,
 )
 from media_crawler_sim.scale.lazy import BytesLru, LazyMap, LazySeq
 from media_crawler_sim.scale.options import WorldSize
@@ -72,8 +73,9 @@ class BigWorld:
         from media_crawler_sim.world import DEFAULT_END_DATE
 
         self.size = size
+        self.platforms = generated_platforms()
         self.seeded = Seeded(seed, end_date or DEFAULT_END_DATE, days)
-        total = max(size.accounts(platform) for platform in PLATFORMS) * days * size.posts_per_day
+        total = max(size.accounts(platform) for platform in self.platforms) * days * size.posts_per_day
         if total > 10**11:
             raise ValueError("world too large: accounts x days x posts per day must stay under 10^11 per platform")
         self.generator = Generator(seed, self.seeded.days, size)
@@ -214,27 +216,17 @@ class BigWorld:
 
     def source_specs(self, start: tuple[int, int] = (0, 0)) -> Iterator[tuple[tuple[int, int], SourceSpec]]:
         """((platform index, account), source) for every account, from `start` on."""
-        g = self.generator
-        for platform_index in range(start[0], len(PLATFORMS)):
-            platform = PLATFORMS[platform_index]
+        for platform_index in range(start[0], len(self.platforms)):
+            platform = self.platforms[platform_index]
             first = start[1] if platform_index == start[0] else 0
             for account in range(first, self.size.accounts(platform)):
-                if platform == "bilibili":
-                    spec = SourceSpec("bilibili", f"user {g.bilibili_mid(account)}")
-                elif platform == "weibo":
-                    options = (("api", "ajax"),) if g.weibo_api(account) == "ajax" else ()
-                    spec = SourceSpec("weibo", f"user {g.weibo_uid(account)}", options)
-                elif platform == "facebook":
-                    spec = SourceSpec("facebook", f"page {g.facebook_page_id(account)}")
-                else:
-                    spec = SourceSpec("urls", f"/urls/{g.url_list(account)}.json")
-                yield (platform_index, account), spec
+                yield (platform_index, account), self.generator.source_spec(platform, account)
 
     def post_keys(self, start: PostKey | None = None) -> Iterator[PostKey]:
         """Every post, platform by platform, account by account, oldest day first."""
-        start = start or PostKey(PLATFORMS[0], 0, 0, 0)
-        first_platform = PLATFORMS.index(start.platform)
-        for platform in PLATFORMS[first_platform:]:
+        start = start or PostKey(self.platforms[0], 0, 0, 0)
+        first_platform = self.platforms.index(start.platform)
+        for platform in self.platforms[first_platform:]:
             resume = platform == start.platform
             for account in range(start.account if resume else 0, self.size.accounts(platform)):
                 resume_account = resume and account == start.account

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from media_crawler.observe.events import ITEM_KEYS, correlation, log_item
+from media_crawler.observe.events import ITEM_KEYS, correlation, log_item, one_line_for_stages
 from media_crawler.observe.logging import JsonFormatter, configure, ensure_configured
 from media_crawler.scrub import register_environment_secrets, scrub_text
 from media_crawler_tests.observe.support import TS_PATTERN
@@ -31,6 +31,22 @@ def test_item_lines_have_every_key_even_outside_a_run(captured):
     assert line["run_id"] is None and line["task_id"] is None and line["level"] == "info"
     assert "error_class" not in line and "bytes" not in line
     assert re.match(TS_PATTERN, line["ts"])
+
+
+def test_one_line_for_several_stages_reads_as_the_last_stage_reached_and_keeps_each_outcome(captured):
+    """fetch-urls' one line per item: a verify failure is a `verify failed` warning with its class."""
+    item = {"platform": "urls", "canonical_url": "http://example.org/a.jpg", "task_id": 7}
+    download = {**item, "stage": "download", "outcome": "ok", "attempt": 1, "duration_ms": 20.0, "bytes": 10,
+                "bytes_received": 10, "resumed_from": None}
+    verify = {**item, "stage": "verify", "outcome": "failed", "attempt": 2, "duration_ms": 1.25, "bytes": 10,
+              "error_class": "bad_signature", "message": "not an image", "final_state": "discovered"}
+    log_item(**one_line_for_stages([download, verify]))
+    (line,) = captured()
+    assert (line["stage"], line["outcome"], line["level"], line["error_class"]) == (
+        "verify", "failed", "warning", "bad_signature")
+    assert (line["download"], line["verify"], "commit" in line) == ("ok", "failed", False)
+    assert (line["download_ms"], line["verify_ms"], line["duration_ms"]) == (20.0, 1.2, 21.2)
+    assert line["attempt"] == 2 and line["bytes_received"] == 10 and "resumed_from" not in line
 
 
 def test_failures_carry_their_class_at_warning_with_correlation_ids(captured):

@@ -66,6 +66,8 @@ def test_a_run_from_the_asset_graph_is_queued_with_its_platform_tag(tmp_path, sh
 def test_the_platform_comes_from_the_partition_only_when_it_is_a_shard():
     assert platform_of_run({"dagster/partition": "2026-11-25|bilibili-s01"}) == "bilibili"
     assert platform_of_run({"dagster/partition/shard": "urls-s00"}) == "urls"
+    assert platform_of_run({"dagster/asset_partition_range_start": "2026-11-25|weibo-s04",
+                            "dagster/asset_partition_range_end": "2026-11-25|weibo-s07"}) == "weibo"
     assert platform_of_run({"dagster/partition": "2026-11-25|nonsense"}) is None
     assert platform_of_run({}) is None
 

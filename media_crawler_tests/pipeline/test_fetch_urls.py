@@ -63,10 +63,15 @@ def test_a_clean_list_lands_whole_in_the_store_and_a_rerun_downloads_nothing(fre
     assert all(hashlib.sha256(data).hexdigest() == name for name, data in blobs.items())
     assert not list((store / "staging").glob("*.part"))
     assert Ledger(f"sqlite:///{store / 'ledger.db'}").state_counts() == {"committed": len(items)}
-    # Pipelined, but still one line per item per stage, in stage order.
+    # Pipelined: one line per item, saying how each stage went (a new item has no fetch line of its own).
     stages = by_item(lines)
     assert len(stages) == len(items)
-    assert all(seen == [("download", "ok"), ("verify", "ok"), ("commit", "ok")] for seen in stages.values())
+    assert all(seen == [("commit", "ok")] for seen in stages.values())
+    settled = [line for line in lines if line.get("stage") == "commit"]
+    assert all((line["download"], line["verify"], line["commit"]) == ("ok", "ok", "ok") for line in settled)
+    assert all(line["sha256"] in blobs and line["bytes"] == len(blobs[line["sha256"]]) and line["task_id"]
+               and line["duration_ms"] >= line["download_ms"] for line in settled)
+    assert not [line for line in lines if line.get("stage") == "fetch" and line.get("reason") == "new"]
     assert sum(entry["requests"] for entry in media_stats(fresh_sim).values()) == len(items)
 
     requests.post(f"{fresh_sim.base_url}/_sim/stats/reset", timeout=5).raise_for_status()
@@ -97,3 +102,39 @@ def test_failures_end_in_their_classified_states_and_the_exit_code_says_incomple
     assert truncated["bytes"] == items["truncated.jpg"]["size"]
     failed = [line for line in lines if line.get("outcome") == "failed" and line.get("stage") == "download"]
     assert {line["canonical_url"].rsplit("/", 1)[-1] for line in failed} == {"missing.jpg", "broken.jpg"}
+
+
+def test_no_row_says_committed_before_the_folder_of_its_blob_is_synced(fresh_sim, tmp_path, capsys, monkeypatch):
+    """The commits in the download workers defer their folder syncs to one per ledger batch
+    (store `sync_deferred`), made before the batch is written: every ledger write that
+    commits a row finds its blob's folder synced already, and no folder fsync per item."""
+    from media_crawler.store import cas
+    from media_crawler.store.transitions import Committed, Downloaded, Then
+
+    synced: set = set()
+    per_item_fsyncs: list = []
+    committed_unsynced: list = []
+    real_sync, real_apply, real_fsync_dir = cas._sync_folders, Ledger.apply, cas._fsync_dir
+    monkeypatch.setattr(cas, "_sync_folders", lambda root, folders: (synced.update(folders), real_sync(root, folders)))
+    monkeypatch.setattr(cas, "_fsync_dir", lambda path: (per_item_fsyncs.append(path), real_fsync_dir(path)))
+
+    def moves(transition):
+        return [*moves(transition.first), *moves(transition.second)] if isinstance(transition, Then) else [transition]
+
+    def checked_apply(ledger, changes):
+        changes = list(changes)
+        for _task_id, _owner, transition in changes:
+            steps = moves(getattr(transition, "transition", transition))  # Released(...) wraps the stage's moves
+            downloaded = [step for step in steps if isinstance(step, Downloaded)]
+            if downloaded and any(isinstance(step, Committed) for step in steps):
+                digest = downloaded[0].sha256
+                if (tmp_path / "store" / "sha256" / digest[:2] / digest[2:4]) not in synced:
+                    committed_unsynced.append(digest)
+        return real_apply(ledger, changes)
+
+    monkeypatch.setattr(Ledger, "apply", checked_apply)
+    items = feed_items(fresh_sim, "/urls/demo.json")
+    code, _ = fetch(fresh_sim, "/urls/demo.json", tmp_path / "store", capsys)
+    assert code == 0 and set(stored_blobs(tmp_path / "store")) == {item["sha256"] for item in items}
+    assert committed_unsynced == [] and len(synced) >= len(items)
+    assert [path for path in per_item_fsyncs if "sha256" in path.parts] == [], "no folder fsync per item"

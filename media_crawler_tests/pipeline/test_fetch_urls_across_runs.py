@@ -27,7 +27,7 @@ from media_crawler.pipeline.verify_commit import commit_partition, verify_partit
 from media_crawler.store.database import dispose_engines
 from media_crawler.store.ledger import Ledger
 from media_crawler_tests.download.httpserver import Reply, ScriptedServer
-from media_crawler_tests.verify.media import image_bytes
+from media_crawler_sim.hostile.builders import image_bytes
 
 ETAG = '"v1"'
 

@@ -63,6 +63,8 @@ def test_the_start_day_is_the_operators_and_shards_are_counted_per_platform():
 @pytest.mark.parametrize("raw, reason", [
     ({"shards": 0}, "from 1 to"), ({"shards": "many"}, "whole number"), ({"shards": {"myspace": 2}}, "unknown platform"),
     ({"start_day": "yesterday"}, "start_day"), ({"start": "2026-01-01"}, "unknown key"), ("16", "mapping"),
+    ({"shards_per_run": 0}, "shards_per_run must be a whole number from 1 to 64, not 0"),
+    ({"shards_per_run": "4"}, "shards_per_run must be a whole number"), ({"shards_per_run": True}, "shards_per_run"),
 ])
 def test_a_bad_partitions_section_is_refused_in_one_line(raw, reason):
     from media_crawler.config import ConfigError

@@ -14,7 +14,7 @@ from media_crawler.defs.partitions import split_partition_key
 from media_crawler.defs.resources import crawl_resources
 from media_crawler.recovery import rerequest
 from media_crawler.store.ledger import Ledger
-from media_crawler_tests.shard_support import unfinished_sensor
+from media_crawler_tests.shard_support import requested_partitions, unfinished_sensor
 from media_crawler_tests.recovery.support import assert_converged, partition_truth, write_recovery_config
 
 DAY = "2026-11-27"
@@ -51,7 +51,7 @@ def sensor_tick(instance, config_path, cursor):
         result = unfinished_sensor(config_path)(context)
         cursor = context.cursor
     requests_ = [item for item in (result if isinstance(result, list) else []) if isinstance(item, RunRequest)]
-    return [split_partition_key(item.partition_key) for item in requests_], cursor
+    return [split_partition_key(key) for item in requests_ for key in requested_partitions(item)], cursor
 
 
 def test_a_platform_down_for_an_hour_neither_burns_retries_nor_blocks_others_and_drains_after(

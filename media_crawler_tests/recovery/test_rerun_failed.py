@@ -35,6 +35,36 @@ def test_failed_partitions_take_the_latest_run_of_each_partition(instance):
         ("2026-11-26|weibo-678", latest.run_id), ("2026-11-27|weibo-678", other.run_id)]
 
 
+def test_a_ranged_run_holds_every_partition_of_its_range_in_flight(instance):
+    from media_crawler.recovery.runs import in_flight_partitions
+    from media_crawler.shards import range_tags
+
+    create_run_for_test(instance, job_name="crawl", status=DagsterRunStatus.STARTING,
+                        tags=range_tags("2026-11-25", ["bilibili-s02", "bilibili-s05"]))
+    make_run(instance, "2026-11-25|weibo-s01", DagsterRunStatus.STARTED)
+    make_run(instance, "2026-11-25|weibo-s02", DagsterRunStatus.SUCCESS)
+    assert in_flight_partitions(instance) == {"2026-11-25|bilibili-s02", "2026-11-25|bilibili-s03",
+                                              "2026-11-25|bilibili-s04", "2026-11-25|bilibili-s05",
+                                              "2026-11-25|weibo-s01"}
+    # `status` and the wait summary read the same (observe/dagster_runs.py).
+    from media_crawler.observe.dagster_runs import runs_in_flight
+
+    view = runs_in_flight(instance)
+    assert view.running_partitions == in_flight_partitions(instance)
+    assert view.running == {"bilibili": 1, "weibo": 1}
+
+
+def test_a_partition_of_a_failed_range_run_since_succeeded_alone_is_not_failed(instance):
+    from media_crawler.shards import range_tags
+
+    create_run_for_test(instance, job_name="crawl", status=DagsterRunStatus.FAILURE,
+                        tags=range_tags("2026-11-25", ["bilibili-s00", "bilibili-s01"]))
+    later = make_run(instance, "2026-11-25|bilibili-s00", DagsterRunStatus.SUCCESS)
+    assert later.run_id
+    # The range's run committed nothing (no materialization recorded): both failed; s00 was fixed since.
+    assert [p.partition for p in failed_partitions(instance)] == ["2026-11-25|bilibili-s01"]
+
+
 def test_only_runs_whose_process_is_gone_are_marked_failed(instance):
     import subprocess
     import sys

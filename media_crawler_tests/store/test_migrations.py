@@ -101,3 +101,38 @@ def test_wal_is_set_once_and_a_locked_answer_is_waited_out():
     new = ScriptedCursor("delete", locked_times=2)
     _use_wal(new)
     assert new.mode == "wal" and new.statements[-1] == "PRAGMA journal_mode=WAL"
+
+
+def test_the_unfinished_partitions_query_reads_only_unfinished_rows_on_an_unanalyzed_ledger(tmp_path):
+    """Version 7's partial index: the sensor's query (every minute) is answered from the
+    index of the unfinished rows alone, without reading the table, on a ledger whose rows are mostly finished and that
+    was never ANALYZEd (the planner has no statistics to prefer it otherwise)."""
+    from sqlalchemy.dialects import sqlite
+
+    from media_crawler.store.reports.reads import unfinished_partition_counts, unfinished_partition_query
+
+    url = f"sqlite:///{tmp_path / 'bloated.db'}"
+    ledger = Ledger(url)
+    ledger.record_discovered([record(n) for n in range(200)], source_key="s", day="2026-11-25")
+    engine = get_engine(url)
+    with engine.begin() as conn:
+        conn.execute(schema.tasks.update().where(schema.tasks.c.id > 3).values(state="committed"))
+        sql = str(unfinished_partition_query().compile(dialect=sqlite.dialect()))
+        plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}"))
+    assert "COVERING INDEX ix_mc_tasks_unfinished" in plan, plan
+    assert unfinished_partition_counts(ledger) == [("s", "2026-11-25", 3)]
+    dispose_engines()
+
+
+def test_a_version_6_ledger_gets_the_unfinished_index_and_keeps_its_rows(tmp_path):
+    url = f"sqlite:///{tmp_path / 'v6.db'}"
+    Ledger(url).record_discovered([record(1)], source_key="s", day="d")
+    engine = get_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP INDEX ix_mc_tasks_unfinished")
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 7))
+    assert "ix_mc_tasks_unfinished" not in index_names(engine)
+    assert migrate(engine) == schema.SCHEMA_VERSION == 7
+    assert "ix_mc_tasks_unfinished" in index_names(engine)
+    assert [task.item_id for task in Ledger(url).tasks()] == [record(1).item_id]
+    dispose_engines()

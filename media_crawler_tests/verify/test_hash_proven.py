@@ -10,7 +10,7 @@ import pytest
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.verify import VerifyResult, verify_file
 from media_crawler.verify import images as images_module
-from media_crawler_tests.verify.media import FTYP, MDAT, image_bytes, mp4, png_bomb
+from media_crawler_sim.hostile.builders import FTYP, MDAT, image_bytes, mp4, png_bomb
 
 
 def write(tmp_path, data: bytes, name: str = "item.part"):

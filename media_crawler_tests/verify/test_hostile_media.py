@@ -4,89 +4,24 @@ about their size and a gzip bomb: 0 committed blobs that fail an independent ful
 0 tracebacks, 0 staging leftovers (fetch-urls's peak RSS on it: bench/limits.py)."""
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 import os
 import sqlite3
 import subprocess
 import sys
-import threading
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
 from PIL import Image
 
-from media_crawler_tests.real_ffmpeg import decodes_cleanly, ffmpeg_exe
-from media_crawler_tests.verify.hostile_media import gzip_bomb, media_corpus, real_videos
+from media_crawler_sim.hostile.corpus import media_corpus, real_videos
+from media_crawler_sim.hostile.ffmpeg import decodes_cleanly
+from media_crawler_sim.hostile.server import HostileServer
+from media_crawler_tests.real_ffmpeg import ffmpeg_exe
 
-BOMB = gzip_bomb()
-STREAM_LIMIT = 256 * 1024**2  # a lying server stops by itself after this
-ANSWERS = {  # name -> (kind, declared size): answers whose headers or length lie
-    "lie_content_length": ("image", 10_000),  # Content-Length 2 GiB announced up front
-    "lie_runs_past_declared": ("image", 10_000),  # no length, the body keeps coming
-    "gzip_bomb_declared": ("image", 10_000),  # 512 MiB of zeros in ~0.5 MiB of gzip
-    "gzip_bomb_undeclared": ("image", None),
-}
 MEDIA_BIN = Path(sys.executable).with_name("media-crawler")
-
-
-class _Hostile(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args) -> None:
-        pass
-
-    def do_GET(self) -> None:  # noqa: N802
-        name = self.path.rsplit("/", 1)[-1]
-        if self.path.startswith("/feed"):
-            return self._send(200, self.server.feeds[name].encode(), "application/json")
-        corpus = self.server.corpus
-        if name in corpus:
-            return self._send(200, corpus[name][0], "application/octet-stream")
-        if name == "lie_content_length":
-            return self._stream({"Content-Length": str(2 * 1024**3)})
-        if name == "lie_runs_past_declared":
-            return self._stream({"Connection": "close"})
-        if name.startswith("gzip_bomb"):
-            return self._send(200, BOMB, "image/jpeg", {"Content-Encoding": "gzip"})
-        return self._send(404, b"no", "text/plain")
-
-    def _send(self, status, body, content_type, extra=None) -> None:
-        self.send_response(status)
-        for key, value in {"Content-Type": content_type, "Content-Length": str(len(body)), **(extra or {})}.items():
-            self.send_header(key, value)
-        self.end_headers()
-        try:
-            self.wfile.write(body)
-        except OSError:
-            pass
-
-    def _stream(self, headers) -> None:
-        self.send_response(200)
-        for key, value in {"Content-Type": "image/jpeg", **headers}.items():
-            self.send_header(key, value)
-        self.end_headers()
-        jpeg_head = self.server.corpus["jpeg"][0][:600]
-        sent, block = 0, jpeg_head + bytes(1024**2 - len(jpeg_head))
-        try:
-            while sent < STREAM_LIMIT:
-                self.wfile.write(block)
-                sent += len(block)
-                block = bytes(1024**2)
-        except OSError:
-            pass  # the crawler hung up at its bound: what should happen
-        self.close_connection = True
-
-
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:
-        pass  # the crawler hanging up on a lying answer is the point
 
 
 @pytest.fixture(scope="module")
@@ -102,29 +37,8 @@ def corpus(ffmpeg, tmp_path_factory) -> dict[str, tuple[bytes, str, str]]:
 
 @pytest.fixture(scope="module")
 def hostile_server(corpus):
-    server = _QuietServer(("127.0.0.1", 0), _Hostile)
-    server.daemon_threads = True
-    server.feeds = {}
-    server.corpus = corpus
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-def feed(server, name: str, with_hashes: bool) -> str:
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    items = []
-    for item_name, (data, kind, _verdict) in server.corpus.items():
-        item = {"url": f"{base}/m/{item_name}", "type": kind, "size": len(data)}
-        if with_hashes:
-            item["sha256"] = hashlib.sha256(data).hexdigest()
-        items.append(item)
-    for item_name, (kind, declared) in ANSWERS.items():
-        items.append({"url": f"{base}/a/{item_name}", "type": kind, **({"size": declared} if declared else {})})
-    server.feeds[name] = json.dumps({"items": items})
-    return f"{base}/feed/{name}"
+    with HostileServer(corpus) as server:
+        yield server
 
 
 def fully_decodes(path: Path, ffmpeg: str) -> bool:
@@ -176,7 +90,7 @@ def run_fetch_urls(url: str, store: Path, tmp_path: Path) -> tuple[str, str]:
 @pytest.mark.parametrize("with_hashes", [False, True], ids=["no_hashes", "announced_hashes"])
 def test_fetch_urls_stores_only_media_that_decodes(hostile_server, ffmpeg, tmp_path, with_hashes):
     store = tmp_path / "store"
-    url = feed(hostile_server, f"fetch-{with_hashes}", with_hashes)
+    url = hostile_server.feed(f"fetch-{with_hashes}", with_hashes)
     out, err = run_fetch_urls(url, store, tmp_path)
     check_store(store, store / "ledger.db", out + err, hostile_server.corpus, ffmpeg)
     assert "fetch-urls:" in err
@@ -189,7 +103,7 @@ def test_a_dagster_crawl_stores_only_media_that_decodes(hostile_server, ffmpeg, 
     from media_crawler.defs import assets
 
     monkeypatch.setattr(assets, "DOWNLOAD_RETRY_WAIT_S", 0.0)  # the step's retries, without 35 s of their waits
-    url = feed(hostile_server, "crawl", True)
+    url = hostile_server.feed("crawl", True)
     config = {"sources": [{"urls": url}], "allow_hosts": [url], "store": str(tmp_path / "store"),
               "ledger_url": f"sqlite:///{tmp_path / 'ledger.db'}", "max_item_bytes": 64 * 1024**2}
     path = tmp_path / "sources.yaml"

@@ -9,8 +9,8 @@ from PIL import Image
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.verify.images import DECODE_BUDGET_PIXELS, verify_image
-from media_crawler_tests.verify.hostile_media import _mpo, _zero_frame_apng
-from media_crawler_tests.verify.media import image_bytes, png_bomb, png_chunk
+from media_crawler_sim.hostile.corpus import _mpo, _zero_frame_apng
+from media_crawler_sim.hostile.builders import image_bytes, png_bomb, png_chunk
 
 
 def write(tmp_path, data: bytes, name="img"):

@@ -9,7 +9,7 @@ import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.verify.mp4 import MAX_TOP_LEVEL_BOXES, verify_mp4
-from media_crawler_tests.verify.media import (FRAGMENTED_MOOV, FTYP, MDAT, MOOF, MOOV, STYP, box, fragment, mp4,
+from media_crawler_sim.hostile.builders import (FRAGMENTED_MOOV, FTYP, MDAT, MOOF, MOOV, STYP, box, fragment, mp4,
                                               movie_box, sample_table)
 
 

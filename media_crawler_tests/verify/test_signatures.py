@@ -5,7 +5,7 @@ import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.verify.signatures import check_media_head, sniff, sniff_document
-from media_crawler_tests.verify.media import FTYP, MDAT, STYP, box, image_bytes
+from media_crawler_sim.hostile.builders import FTYP, MDAT, STYP, box, image_bytes
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.verify import VerifyResult, verify_file
-from media_crawler_tests.verify.media import FTYP, MDAT, MOOV, image_bytes, mp4, webm
+from media_crawler_sim.hostile.builders import FTYP, MDAT, MOOV, image_bytes, mp4, webm
 
 
 def write(tmp_path, data: bytes):

@@ -5,7 +5,7 @@ be committed, "refuse" for what must never reach the store: truncations, garbage
 entropy-coded data with valid checksums, zero-frame and broken multi-frame images,
 documents and executables served as images, MP4 box floods and lying sample tables.
 Size lies and compression bombs are properties of the *answer*, not the file: see
-`hostile_answers` (served by the test's own server).
+server.py's `ANSWERS`.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from media_crawler_tests.real_ffmpeg import encode_test_video
-from media_crawler_tests.verify.media import FRAGMENTED_MOOV, FTYP, MDAT, MOOV, box, fragment, movie_box, mp4
+from media_crawler_sim.hostile.builders import FRAGMENTED_MOOV, FTYP, MDAT, MOOV, box, fragment, movie_box, mp4
+from media_crawler_sim.hostile.ffmpeg import encode_test_video
 
 Entry = tuple[str, bytes, str, str]
 

@@ -1,0 +1,400 @@
+"""The BlobStore (store/blob_store.py) on S3 or an S3-compatible server.
+
+Keys are the filesystem's layout under the URI's prefix:
+    PREFIX/sha256/<aa>/<bb>/<sha256-hex>      committed blobs, named by the hash of their bytes
+    PREFIX/quarantine/<sha256-hex>.<time>     blobs that failed a check
+Staging stays on local disk (STAGING under the local root), where the disk guard bounds it.
+
+A commit is a put-if-absent of a staged local file:
+- up to MULTIPART_THRESHOLD, one PutObject with `If-None-Match: *` and the bytes' sha256
+  as `x-amz-checksum-sha256`, which the server checks (BadDigest: HASH_MISMATCH);
+- above it, a multipart upload: parts of at least PART_SIZE, each with its own sha256
+  checksum, the whole file's sha256 in the object's metadata (S3 keeps only a composite
+  of the parts' checksums), completed with `If-None-Match: *`; any failure aborts it.
+An upload that never completes is invisible: a worker killed mid-upload leaves no object,
+and `reconcile --repair` aborts what it left (`abort_unfinished_uploads`).
+412 means the name is taken: a HEAD then checks that the object there has the staged
+file's size and hash before the put answers "already stored" (dedup, a concurrent writer,
+a re-run after a crash). The staged file is removed only once the object is confirmed.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator
+
+from media_crawler.errors import CrawlError, ErrorClass
+from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob
+from media_crawler.store.s3.client import Head, S3Client, S3Error, S3Unreachable, checksum_b64
+from media_crawler.store.s3.settings import BucketUri, connection_from_environment, parse_uri
+
+BLOBS, STAGING, QUARANTINE, HEALTH = "sha256", "staging", "quarantine", ".health"
+MULTIPART_THRESHOLD = 16 * 1024**2
+PART_SIZE = 8 * 1024**2  # S3's floor is 5 MiB; at most MAX_PARTS parts, so huge files get larger ones
+MAX_PARTS = 10_000
+CONFLICT_ATTEMPTS = 4  # 409 ConditionalRequestConflict: a concurrent conditional write; start again
+SHA256_META = "sha256"
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+FREE_SPACE_TTL_S = 0.5
+
+
+class S3BlobStore(BlobStore):
+    def __init__(self, client: S3Client, uri: BucketUri, local_root: str | os.PathLike) -> None:
+        self.client = client
+        self.bucket, self.prefix = uri.bucket, uri.prefix
+        self.uri = uri
+        self.local_root = Path(local_root)
+        self.staging = self.local_root / STAGING
+        self._free_space: tuple[float, int] = (float("-inf"), 0)
+
+    @classmethod
+    def from_uri(cls, uri: str, local_root: str | os.PathLike) -> "S3BlobStore":
+        connection = connection_from_environment()
+        return cls(S3Client(connection.endpoint, connection.region, connection.credentials), parse_uri(uri),
+                   local_root)
+
+    def ensure(self) -> "S3BlobStore":
+        """Check the bucket answers to our keys (one line naming what is wrong, before any
+        download), and make the local staging folder."""
+        try:
+            self.client.head_bucket(self.bucket, self._key(BLOBS) + "/")
+        except (S3Error, S3Unreachable) as exc:
+            raise self._error(exc, "open the store") from None
+        self.staging.mkdir(parents=True, exist_ok=True)
+        return self
+
+    # -- names ------------------------------------------------------------------------
+    def key_for(self, sha256: str) -> str:
+        sha256 = sha256.lower()
+        if not _SHA256_HEX.fullmatch(sha256):
+            raise ValueError(f"not a sha256 hex digest: {sha256!r}")
+        return self._key(BLOBS, sha256[:2], sha256[2:4], sha256)
+
+    def _key(self, *parts: str) -> str:
+        return "/".join([self.prefix, *parts] if self.prefix else parts)
+
+    def location(self, sha256: str) -> str:
+        return f"s3://{self.bucket}/{self.key_for(sha256)}"
+
+    def staging_path(self, name: str) -> Path:
+        if not name or "/" in name or name.startswith("."):
+            raise ValueError(f"bad staging name {name!r}")
+        return self.staging / f"{name}.part"
+
+    def iter_parts(self) -> Iterator[Path]:
+        if self.staging.is_dir():
+            yield from self.staging.glob("*.part")
+
+    def stored_name_of(self, staged: Path, hints: Iterable[str | None] = (), *, may_hash: bool = True) -> str | None:
+        """A put uploads a copy: a staged file is never another name of a blob."""
+        return None
+
+    # -- reads ------------------------------------------------------------------------
+    def _head(self, sha256: str) -> Head | None:
+        try:
+            return self.client.head_object(self.bucket, self.key_for(sha256))
+        except (S3Error, S3Unreachable) as exc:
+            raise self._error(exc, "read") from None
+
+    def exists(self, sha256: str) -> bool:
+        return self._head(sha256) is not None
+
+    def size(self, sha256: str) -> int:
+        head = self._head(sha256)
+        if head is None:
+            raise FileNotFoundError(2, "blob not in the store", self.location(sha256))
+        return head.size
+
+    def open(self, sha256: str) -> BinaryIO:
+        try:
+            response = self.client.get_object(self.bucket, self.key_for(sha256))
+        except S3Error as exc:
+            if exc.status == 404:
+                raise FileNotFoundError(2, "blob not in the store", self.location(sha256)) from None
+            raise self._error(exc, "read") from None
+        except S3Unreachable as exc:
+            raise self._error(exc, "read") from None
+        return _ObjectStream(response, self.location(sha256))
+
+    @contextmanager
+    def local_file(self, sha256: str) -> Iterator[Path]:
+        """A temporary copy in the staging folder (never named *.part: not a download),
+        removed when the block ends."""
+        self.staging.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=".lent-", dir=self.staging)
+        path = Path(name)
+        try:
+            with os.fdopen(handle, "wb") as out, self.open(sha256) as stream:
+                shutil.copyfileobj(stream, out, CHUNK)
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
+    def iter_sha256s(self) -> Iterator[str]:
+        folder = self._key(BLOBS) + "/"
+        try:
+            for key, _size in self.client.list_keys(self.bucket, folder):
+                name = key[len(folder):]
+                # Only names in the layout (aa/bb/<hex>): anything else is not ours to list.
+                if _SHA256_HEX.fullmatch(name[6:]) and name[:2] == name[6:8] and name[3:5] == name[8:10]:
+                    yield name[6:]
+        except (S3Error, S3Unreachable) as exc:
+            raise self._error(exc, "list") from None
+
+    # -- writes -----------------------------------------------------------------------
+    def put_if_absent(self, staged: Path, sha256: str, *, verify_hash: bool = True, synced: bool = False,
+                      size: int | None = None) -> StoredBlob:
+        """Upload the staged file put-if-absent (the module docstring); `synced` does not
+        matter here (the bytes are read, not linked). With verify_hash=False the local hash
+        is skipped for a single PUT: the server checks the checksum it is sent."""
+        sha256 = sha256.lower()
+        key = self.key_for(sha256)
+        try:
+            if not staged.exists():
+                # A crash after the upload and its staged file's removal, before the ledger
+                # heard: the object is the commit (as a filesystem store's link would be).
+                head = self.client.head_object(self.bucket, key)
+                if head is not None and head.metadata.get(SHA256_META, sha256) == sha256:
+                    return StoredBlob(sha256, head.size, created=False)
+            if size is None:
+                size = staged.stat().st_size
+            for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+                try:
+                    if size <= MULTIPART_THRESHOLD:
+                        created = self._put_single(staged, key, sha256, verify_hash)
+                    else:
+                        created = self._put_multipart(staged, key, sha256, size)
+                    break
+                except S3Error as exc:
+                    if exc.status != 409 or attempt == CONFLICT_ATTEMPTS:
+                        raise
+            if not created:
+                self._check_stored(key, sha256, size)
+        except (S3Error, S3Unreachable) as exc:
+            raise self._error(exc, "commit") from None
+        except OSError as exc:
+            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            raise CrawlError(ErrorClass.DISK_FULL if full else ErrorClass.STORAGE_ERROR,
+                             f"commit: {exc.strerror or exc}") from None
+        staged.unlink(missing_ok=True)
+        return StoredBlob(sha256, size, created=created)
+
+    def _put_single(self, staged: Path, key: str, sha256: str, verify_hash: bool) -> bool:
+        data = staged.read_bytes()
+        digest = hashlib.sha256(data).digest() if verify_hash else bytes.fromhex(sha256)
+        if digest.hex() != sha256:
+            raise CrawlError(ErrorClass.HASH_MISMATCH, "staged bytes do not hash to the expected name")
+        try:
+            self.client.put_object(self.bucket, key, data, digest,
+                                   headers={"If-None-Match": "*", f"x-amz-meta-{SHA256_META}": sha256})
+        except S3Error as exc:
+            if exc.status == 412:
+                return False
+            raise
+        return True
+
+    def _put_multipart(self, staged: Path, key: str, sha256: str, size: int) -> bool:
+        if self.client.head_object(self.bucket, key) is not None:
+            return False  # stored already: no need to send gigabytes to hear 412
+        part_size = max(PART_SIZE, -(-size // MAX_PARTS))
+        upload_id = self.client.create_multipart(self.bucket, key, {f"x-amz-meta-{SHA256_META}": sha256})
+        try:
+            whole, parts = hashlib.sha256(), []
+            with open(staged, "rb") as stream:
+                while data := stream.read(part_size):
+                    whole.update(data)
+                    digest = hashlib.sha256(data).digest()
+                    number = len(parts) + 1
+                    parts.append((number, self.client.upload_part(self.bucket, key, upload_id, number, data, digest),
+                                  digest))
+            if whole.hexdigest() != sha256:
+                raise CrawlError(ErrorClass.HASH_MISMATCH, "staged bytes do not hash to the expected name")
+            try:
+                self.client.complete_multipart(self.bucket, key, upload_id, parts, headers={"If-None-Match": "*"})
+            except S3Error as exc:
+                if exc.status == 412:
+                    return False
+                raise
+            upload_id = None  # completed: nothing to abort
+            return True
+        finally:
+            if upload_id is not None:
+                self._abort_quietly(key, upload_id)
+
+    def _abort_quietly(self, key: str, upload_id: str) -> None:
+        """Best effort: an upload this leaves is aborted by `reconcile --repair`."""
+        try:
+            self.client.abort_multipart(self.bucket, key, upload_id)
+        except (S3Error, S3Unreachable):
+            pass
+
+    def _check_stored(self, key: str, sha256: str, size: int) -> None:
+        """The object under our name is the staged file's bytes: its size, and its sha256
+        where the server kept one (our metadata, or the single PUT's checksum)."""
+        head = self.client.head_object(self.bucket, key)
+        where = f"s3://{self.bucket}/{key}"
+        if head is None:
+            raise CrawlError(ErrorClass.STORAGE_ERROR, f"commit: {where} answered 'exists' and then was gone")
+        recorded = head.metadata.get(SHA256_META)
+        checksum = head.checksum_sha256 if head.checksum_sha256 and "-" not in head.checksum_sha256 else None
+        if head.size != size or (recorded and recorded != sha256) or (
+                checksum and checksum != checksum_b64(bytes.fromhex(sha256))):
+            raise CrawlError(ErrorClass.STORAGE_ERROR, f"commit: {where} holds other bytes than its name says "
+                                                       f"({head.size} bytes); reconcile --verify-hashes checks it")
+
+    def put_stream_if_absent(self, stream: BinaryIO, sha256: str | None = None) -> StoredBlob:
+        self.staging.mkdir(parents=True, exist_ok=True)
+        staged = self.staging_path(f"stream-{os.getpid()}-{time.monotonic_ns()}")
+        try:
+            digest, size = hashlib.sha256(), 0
+            with open(staged, "wb") as out:
+                while chunk := stream.read(CHUNK):
+                    digest.update(chunk)
+                    size += len(chunk)
+                    out.write(chunk)
+            if sha256 is not None and digest.hexdigest() != sha256.lower():
+                raise CrawlError(ErrorClass.HASH_MISMATCH, "streamed bytes do not hash to the expected name")
+            return self.put_if_absent(staged, digest.hexdigest(), verify_hash=False, size=size)
+        except OSError as exc:
+            raise CrawlError(ErrorClass.STORAGE_ERROR, f"put: {exc.strerror or exc}") from None
+        finally:
+            staged.unlink(missing_ok=True)
+
+    def quarantine(self, sha256: str) -> str:
+        """Copied aside, then deleted from its name (S3 has no rename)."""
+        key = self.key_for(sha256)
+        target = self._key(QUARANTINE, f"{sha256}.{int(time.time())}")
+        try:
+            self.client.copy_object(self.bucket, key, target)
+            self.client.delete_object(self.bucket, key)
+        except (S3Error, S3Unreachable) as exc:
+            raise self._error(exc, "quarantine") from None
+        return f"s3://{self.bucket}/{target}"
+
+    @contextmanager
+    def deferred_sync(self):
+        """An upload is durable when the server confirms it: nothing to defer."""
+        yield self
+
+    def sync_deferred(self) -> None:
+        """Nothing is ever deferred (see deferred_sync)."""
+
+    # -- unfinished uploads (reconcile) -------------------------------------------------
+    def unfinished_uploads(self, older_than_s: float = 0.0) -> list[tuple[str, str]]:
+        """(key, upload id) of the multipart uploads under the prefix begun more than
+        `older_than_s` ago: a killed worker's, invisible and costing until aborted."""
+        now = datetime.now(timezone.utc)
+        found = []
+        try:
+            for key, upload_id, initiated in self.client.list_multipart(self.bucket, self._key(BLOBS) + "/"):
+                try:
+                    begun = datetime.fromisoformat(initiated.replace("Z", "+00:00"))
+                except ValueError:
+                    begun = now
+                if (now - begun).total_seconds() >= older_than_s:
+                    found.append((key, upload_id))
+        except (S3Error, S3Unreachable) as exc:
+            raise self._error(exc, "list uploads") from None
+        return found
+
+    def abort_upload(self, where: str, upload_id: str) -> None:
+        try:
+            self.client.abort_multipart(self.bucket, where, upload_id)
+        except (S3Error, S3Unreachable) as exc:
+            raise self._error(exc, "abort an upload") from None
+
+    # -- the local side ---------------------------------------------------------------
+    def free_bytes(self) -> int:
+        """Free bytes where staged files are written (the bucket has no such limit we can read)."""
+        now = time.monotonic()
+        read_at, free = self._free_space
+        if now - read_at >= FREE_SPACE_TTL_S:
+            probe = self.local_root if self.local_root.exists() else self.local_root.parent
+            free = shutil.disk_usage(probe).free
+            self._free_space = (now, free)
+        return free
+
+    def probe_writable(self) -> str:
+        """A local probe in the staging folder, then an object written and deleted in the bucket."""
+        self.staging.mkdir(parents=True, exist_ok=True)
+        name = f"{os.getpid()}-{time.monotonic_ns()}"
+        probe = self.staging / f".health-{name}"
+        try:
+            with open(probe, "wb") as handle:
+                handle.write(b"ok")
+                handle.flush()
+                os.fsync(handle.fileno())
+        finally:
+            probe.unlink(missing_ok=True)
+        key = self._key(HEALTH, name)
+        try:
+            self.client.put_object(self.bucket, key, b"ok", hashlib.sha256(b"ok").digest())
+            self.client.delete_object(self.bucket, key)
+        except (S3Error, S3Unreachable) as exc:
+            raise OSError(f"{self._error(exc, 'probe').message}") from None
+        return f"s3://{self.bucket}/{self._key(HEALTH)}"
+
+    # -- errors -----------------------------------------------------------------------
+    def _error(self, exc: Exception, doing: str) -> CrawlError:
+        return s3_crawl_error(exc, f"{doing} s3://{self.bucket}")
+
+
+def s3_crawl_error(exc: Exception, doing: str) -> CrawlError:
+    """An S3 failure as the crawler's error classes: throttling is a rate limit, a server
+    failure or a lost connection an outage (both retried by the stage), a refusal a
+    storage error naming the bucket, bad keys an auth error."""
+    if isinstance(exc, CrawlError):
+        return exc
+    if isinstance(exc, S3Unreachable):
+        error_class = (ErrorClass.CONNECTION_REFUSED if exc.refused else
+                       ErrorClass.NETWORK_TIMEOUT if exc.timed_out else ErrorClass.CONNECTION_RESET)
+        return CrawlError(error_class, f"{doing}: the endpoint does not answer ({exc})")
+    assert isinstance(exc, S3Error)
+    if exc.status in (429, 503):
+        error_class = ErrorClass.RATE_LIMITED
+    elif exc.status >= 500:
+        error_class = ErrorClass.HTTP_5XX
+    elif exc.code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken"):
+        error_class = ErrorClass.AUTH
+    elif exc.code == "BadDigest":
+        error_class = ErrorClass.HASH_MISMATCH
+    else:
+        error_class = ErrorClass.STORAGE_ERROR
+    return CrawlError(error_class, f"{doing}: {exc.status} {exc.code}", http_status=exc.status)
+
+
+class _ObjectStream:
+    """A GET's body as a readable binary stream; closing it releases the connection. A body
+    cut short (a reset, a timeout, fewer bytes than announced) is a classified error."""
+
+    def __init__(self, response, where: str) -> None:
+        self._response = response
+        self._raw = response.raw
+        self._where = where
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self._raw.read(None if size is None or size < 0 else size)
+        except Exception as exc:  # urllib3's ProtocolError, ReadTimeoutError, IncompleteRead
+            raise CrawlError(ErrorClass.CONNECTION_RESET,
+                             f"read {self._where}: the body was cut short ({type(exc).__name__})") from None
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._response.close()
+
+    def __enter__(self) -> "_ObjectStream":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
