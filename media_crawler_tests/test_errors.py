@@ -16,6 +16,7 @@ BAD_BODY = {E.HASH_MISMATCH, E.BAD_SIGNATURE, E.CORRUPT_MEDIA}
 PERMANENT = {E.NOT_FOUND, E.TOO_LARGE, E.DISALLOWED_URL, E.UNSUPPORTED_MEDIA}
 ALERTING = {E.AUTH, E.PARSE_ERROR}
 STORAGE = {E.DISK_FULL, E.STORAGE_ERROR}
+OUTAGE = {E.NETWORK_TIMEOUT, E.CONNECTION_RESET, E.CONNECTION_REFUSED, E.HTTP_5XX}  # the docstring's four
 SETTING = {E.HOST_NOT_ALLOWED}  # refused by this deployment's lists: failed, fetched once they change
 
 
@@ -33,6 +34,8 @@ def test_each_class_does_what_its_branch_says(error_class):
     assert policy.slows_platform == (error_class is E.RATE_LIMITED)
     assert policy.stops_platform == (error_class is E.AUTH)
     assert policy.stops_admission == (error_class in STORAGE)
+    assert policy.outage == (error_class in OUTAGE)  # the server side is unwell, not this item
+    assert (error_class in errors.OUTAGE_CLASSES) == (error_class in OUTAGE)
     assert policy_for(error_class.value) is policy and str(error_class) == error_class.value
 
 

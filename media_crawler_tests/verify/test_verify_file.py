@@ -85,3 +85,27 @@ def test_format_checks_decide_corrupt_media(tmp_path):
 def test_unknown_kinds_are_a_programming_error(tmp_path):
     with pytest.raises(ValueError):
         verify_file(write(tmp_path, b"x"), kind="document")
+
+
+def test_the_byte_limit_admits_a_file_of_exactly_its_size(tmp_path):
+    data = image_bytes("PNG")
+    path = tmp_path / "img.png"
+    path.write_bytes(data)
+    assert verify_file(path, kind="image", max_bytes=len(data)).media_type == "image/png"
+    with pytest.raises(CrawlError) as caught:
+        verify_file(path, kind="image", max_bytes=len(data) - 1)
+    assert caught.value.error_class is ErrorClass.TOO_LARGE
+
+
+def test_an_announced_file_beyond_the_decode_bound_stays_too_large(tmp_path):
+    """Only a decode failure of the announced bytes is unsupported_media; a bound is still a bound."""
+    import hashlib
+    import struct
+
+    frame = b"\x2c" + struct.pack("<HHHH", 0, 0, 1, 1) + b"\x00" + b"\x02\x02\x44\x01\x00"
+    gif = b"GIF89a" + struct.pack("<HH", 4000, 4000) + b"\x80\x00\x00" + b"\x00\x00\x00\xff\xff\xff" + frame * 26 + b"\x3b"
+    path = tmp_path / "anim.gif"
+    path.write_bytes(gif)
+    with pytest.raises(CrawlError) as caught:
+        verify_file(path, kind="image", expected_sha256=hashlib.sha256(gif).hexdigest())
+    assert caught.value.error_class is ErrorClass.TOO_LARGE
