@@ -20,7 +20,8 @@ COMMANDS = {
     "ui": ("media_crawler.commands.ui", "simulator + dagster-daemon + dagster-webserver on 127.0.0.1 (make ui)"),
     "normalize": ("media_crawler.commands.normalize", "print the records a saved API response yields"),
     "fetch-urls": ("media_crawler.commands.fetch_urls", "download a plain URL list without Dagster"),
-    "export": ("media_crawler.commands.export", "write the manifest of committed media as JSON lines"),
+    "export": ("media_crawler.commands.export",
+               "write the manifest of committed media as JSON lines, or the archive as a WACZ (--format wacz)"),
     "sources": ("media_crawler.commands.sources", "list the configured sources: keys, shards, platforms"),
     # Observability (observe/): what is failing, where, since when.
     "failures": ("media_crawler.commands.failures", "failures grouped by platform, stage and error class"),

@@ -4,6 +4,7 @@
 store: ./var/store                 # blob store root (default $MEDIA_CRAWLER_HOME/store)
 ledger_url: sqlite:///var/ledger.db  # or postgresql+psycopg2://... (env MEDIA_CRAWLER_LEDGER_URL wins)
 allow_hosts: ["127.0.0.1:8787"]    # extra media/API hosts for every platform; an internal one only on its port
+keep_api_answers: true             # keep every API answer as fetched, for `export --format wacz` (default true)
 platforms:
   bilibili: {api_base: "http://127.0.0.1:8787/bilibili", max_height: 1080, mux: true}  # mux: DASH tracks into one MP4 too (needs ffmpeg)
   facebook: {api_base: "...", credential_env: {access_token: FB_ACCESS_TOKEN}}
@@ -52,6 +53,7 @@ class CrawlConfig:
     workers: int = 1
     max_item_bytes: int = 2 * 1024**3
     min_free_bytes: int = 512 * 1024**2
+    keep_api_answers: bool = True
     path: Path | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
     layout: PartitionLayout = field(default_factory=PartitionLayout)
@@ -140,7 +142,7 @@ def _specs_key() -> tuple:
 # Every key sources.yaml may hold; anything else is refused with its name (a typo such as
 # `ledger:` for `ledger_url:` must not be ignored without a word).
 TOP_LEVEL_KEYS = frozenset({"sources", "platforms", "store", "ledger_url", "allow_hosts", "workers",
-                            "max_item_bytes", "min_free_bytes", "partitions"})
+                            "max_item_bytes", "min_free_bytes", "partitions", "keep_api_answers"})
 # The keys every platform takes (`platforms.<name>`); a platform's spec adds its own
 # (PlatformSpec.settings: a quality limit, a codec order, muxing), and any other key is
 # refused, by name of the platforms that own it when some do.
@@ -158,6 +160,14 @@ def _refuse_unknown(where: str, raw: Mapping[str, Any], known: frozenset[str], p
     if unknown:
         raise ConfigError(f"{path or 'the configuration'}: unknown key{'s' if len(unknown) > 1 else ''} "
                           f"{shown_some(unknown)} in {where} (known: {', '.join(sorted(known))})")
+
+
+def _bool(where: str, value: Any, default: bool) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false, not {shown(value)}")
+    return value
 
 
 def _int(where: str, value: Any, default: int, minimum: int = 0) -> int:
@@ -229,6 +239,7 @@ def _config_from_dict(raw: Mapping[str, Any], path: Path | None, sources: tuple[
         workers=_int("workers", raw.get("workers"), 1, minimum=1),
         max_item_bytes=_int("max_item_bytes", raw.get("max_item_bytes"), 2 * 1024**3, minimum=1),
         min_free_bytes=_int("min_free_bytes", raw.get("min_free_bytes"), 512 * 1024**2),
+        keep_api_answers=_bool("keep_api_answers", raw.get("keep_api_answers"), True),
         path=path,
         raw=dict(raw),
         layout=_layout(raw.get("partitions"), path),

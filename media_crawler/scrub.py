@@ -145,6 +145,21 @@ def mask_secrets(text: str, extra: Iterable[str | None] = ()) -> str:
     return text
 
 
+def mask_secrets_in_bytes(data: bytes, extra: Iterable[str | None] = ()) -> bytes:
+    """`data` with every registered secret form, and every value in `extra` (in its
+    encodings), masked: bytes kept as fetched (an API answer's body) are scrubbed by value,
+    byte for byte, so whatever is not a secret stays exactly as the platform sent it."""
+    if not data:
+        return data
+    forms = {form for value in extra if value and len(value) >= MIN_SECRET_LENGTH for form in encodings(value)}
+    mask = MASK.encode()
+    for secret in sorted({*_REGISTERED, *forms}, key=len, reverse=True):
+        needle = secret.encode("utf-8", "surrogatepass")
+        if needle in data:
+            data = data.replace(needle, mask)
+    return data
+
+
 def scrub_url(url: str, extra: Iterable[str | None] = ()) -> str:
     """`url` without secret query parameters or userinfo, secret values masked; safe to log.
 

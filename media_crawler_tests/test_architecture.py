@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("observe", frozenset({"observe"})),
     ("pipeline", frozenset({"pipeline"})),
     ("orchestration, commands, after-the-fact tools",
-     frozenset({"defs", "commands", "recovery", "deploy", "definitions.py", "cli.py"})),
+     frozenset({"defs", "commands", "recovery", "deploy", "export", "definitions.py", "cli.py"})),
 )
 # The simulator leaves the product package (issue 27); until then it is outside the order.
 OUTSIDE_THE_ORDER = ("sim/",)

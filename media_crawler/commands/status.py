@@ -129,6 +129,10 @@ def render_text(status: dict) -> str:
                          f"max {_seconds(steps['max'])}  ({steps['count']} steps)")
     else:
         lines.append(f"dagster: not read ({dagster.get('reason') or 'no instance'})")
+    kept = status.get("api_answers_kept") or {}
+    if kept:
+        lines.append("api answers kept: " + ", ".join(
+            f"{name} {entry['answers']} ({human_bytes(entry['bytes'])})" for name, entry in sorted(kept.items())))
     disk = status["disk"]
     lines.append(f"disk: {human_bytes(disk['free_bytes'])} free of {human_bytes(disk['total_bytes'])} at {disk['path']}"
                  + (f" (staging only; blobs in {disk['store']})" if disk.get("store") else "")

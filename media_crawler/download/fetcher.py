@@ -55,6 +55,15 @@ class DownloadResult:
     content_type: str | None
     resumed_from: int  # offset this attempt continued from (0: whole body fetched)
     bytes_received: int  # body bytes this attempt received
+    status: int = 200  # of the response that completed the .part (206 for a resume, 416: it was whole)
+    date: str | None = None  # its Date header
+
+    def response_said(self) -> dict[str, str | int]:
+        """What the response that completed the item said, for the archive (the ledger's
+        media_response): status, content type, ETag, Last-Modified, Date (those it sent)."""
+        said = {"status": self.status, "content_type": self.content_type, "etag": self.etag,
+                "last_modified": self.last_modified, "date": self.date}
+        return {name: value for name, value in said.items() if value is not None}
 
     @property
     def validator(self) -> str | None:
@@ -96,14 +105,15 @@ def download_to_part(
     with response:
         safe_url = redact_url(response.url or request.url)
         etag, last_modified = response.headers.get("ETag"), response.headers.get("Last-Modified")
-        content_type = response.headers.get("Content-Type")
+        content_type, date = response.headers.get("Content-Type"), response.headers.get("Date")
         if response.status_code == 416 and resume_from:
             digest = _complete_part_digest(response, part_path, existing, validator)
             if digest is None:  # the .part is not the whole current file: start over
                 response.close()
                 _truncate(part_path)
                 return download_to_part(session, replace(request, validator=None), policy, on_validator)
-            return DownloadResult(digest, existing, etag, last_modified, content_type, existing, 0)
+            return DownloadResult(digest, existing, etag, last_modified, content_type, existing, 0,
+                                  response.status_code, date)
         raise_for_status(response, safe_url)
         plan = _plan_write(response, resume_from, max_bytes, safe_url, part_path)
         if plan.offset == 0 and existing:
@@ -124,7 +134,8 @@ def download_to_part(
                 part_path.unlink(missing_ok=True)
             raise
         _keep_connection(response)
-    return DownloadResult(digest, plan.offset + received, etag, last_modified, content_type, plan.offset, received)
+    return DownloadResult(digest, plan.offset + received, etag, last_modified, content_type, plan.offset, received,
+                          response.status_code, date)
 
 
 def _plan_write(

@@ -104,6 +104,17 @@ class LedgerCollector(Collector):
             failing.add_metric([platform, "fetch", error_class, "page"], count)
         yield failing
 
+        kept = GaugeMetricFamily(f"{PREFIX}_api_answers_kept", "API answers kept as fetched, for the archive.",
+                                 labels=["platform"])
+        kept_bytes = GaugeMetricFamily(f"{PREFIX}_api_answers_kept_bytes",
+                                       "Bytes of the API answers kept (a body kept twice is stored once).",
+                                       labels=["platform"])
+        for platform, entry in sorted(counts.kept_answers(self.engine).items()):
+            kept.add_metric([platform], entry["answers"])
+            kept_bytes.add_metric([platform], entry["bytes"])
+        yield kept
+        yield kept_bytes
+
         yield from self._backlog(now, runs)
         yield from self._platforms(now)
         yield from self._histograms(now)

@@ -1,5 +1,5 @@
 """The status document: backlog, why items wait, throughput, platform health, uncertain
-leases, stage delays, Dagster's run queue and step start delays, disk.
+leases, stage delays, Dagster's run queue and step start delays, the API answers kept, disk.
 
 One dict, JSON-ready (timestamps as UTC ISO strings), built from store/reports/
 (and observe/dagster_runs.py when a Dagster instance is given);
@@ -85,6 +85,7 @@ def build_status(engine: Engine, config: CrawlConfig, now: float, *, instance=No
         "stage_delays_s": delays.stage_delays(engine, now),
         "stage_delay_window_s": delays.DELAY_WINDOW_S,
         "dagster": dagster,
+        "api_answers_kept": counts.kept_answers(engine),
         "disk": _disk(config),
     }
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from media_crawler.download.retry import slow_down_if_asked
@@ -131,6 +131,7 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
         batch.clear()
 
     item_errors: list[ItemError] = []
+    keeper = runtime.answer_keeper
     try:
         for item in adapter.iter_records(source, window, runtime.ledger):
             if isinstance(item, ItemError):
@@ -140,7 +141,7 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
                          outcome="failed", error_class=item.error_class, message=item.message, source=source.key,
                          day=day)
                 continue
-            batch.append(item)
+            batch.append(_with_answer(item, keeper))
             if len(batch) >= BATCH:
                 flush()
         flush()
@@ -162,6 +163,19 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
              duration_ms=report.durations_ms[0], source=source.key, day=day, items_new=report.new,
              items_skipped=report.skipped)
     return report
+
+
+# The key of an item's metadata naming the kept API answer it was read from (export's manifest).
+ANSWER_META_KEY = "api_answer_sha256"
+
+
+def _with_answer(record: MediaRecord, keeper) -> MediaRecord:
+    """The record with the sha256 of the answer it was read from in its metadata (the last
+    answer this thread kept: adapters yield an item after fetching what lists it)."""
+    sha256 = keeper.last_kept() if keeper is not None else None
+    if sha256 is None:
+        return record
+    return replace(record, meta={**record.meta, ANSWER_META_KEY: sha256})
 
 
 def _log_discovered(runtime: Runtime, batch: list[MediaRecord], flushed_at: float, new_item_lines: bool) -> None:

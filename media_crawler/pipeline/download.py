@@ -325,7 +325,8 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
         line = dict(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="ok",
                     task_id=task.id, attempt=item.attempts, duration_ms=item.duration_ms,
                     bytes=result.size, bytes_received=result.bytes_received, resumed_from=result.resumed_from or None)
-        downloaded = Downloaded(result.sha256, result.size, result.validator, item.started_at, item.attempts)
+        downloaded = Downloaded(result.sha256, result.size, result.validator, item.started_at, item.attempts,
+                                response=result.response_said())
         if item.follow_up is None:
             log_item(**line)
             return downloaded

@@ -79,8 +79,22 @@ class Runtime:
     def transport(self):
         from media_crawler.platforms.transport import RequestsTransport
 
+        keeper = self.answer_keeper
         return RequestsTransport(session=self.session, policy_for=self.api_policy, before_request=self.budget.acquire,
-                                 after_response=self._heed_usage_headers)
+                                 after_response=self._heed_usage_headers,
+                                 keep_answer=keeper.keep if keeper is not None else None)
+
+    @functools.cached_property
+    def answer_keeper(self):
+        """Where each API answer is kept as fetched (pipeline/answers.py), unless
+        `keep_api_answers: false` says not to (None)."""
+        if not self.config.keep_api_answers:
+            return None
+        from media_crawler.pipeline.answers import AnswerKeeper
+        from media_crawler.store.open_store import open_answer_store
+
+        store = open_answer_store(self.config.store_location, create=True, local_root=self.config.store_root)
+        return AnswerKeeper(self.ledger, store)
 
     @functools.cached_property
     def _response_hooks(self) -> dict:

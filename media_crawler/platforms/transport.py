@@ -1,7 +1,10 @@
 """The requests-based ApiTransport: one GET, timeouts, network errors
-classified, URLs scrubbed, and two hooks for the shared rate budget."""
+classified, URLs scrubbed, two hooks for the shared rate budget, and one that
+sees each answer as fetched (pipeline/answers.py keeps it for the archive)."""
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 from urllib.parse import urlencode
 
@@ -18,8 +21,25 @@ from media_crawler.platforms.base import ApiResponse
 from media_crawler.platforms.responses import header
 from media_crawler.scrub import scrub_text, scrub_url, secret_values
 
+
+
+@dataclass(frozen=True)
+class FetchedAnswer:
+    """One API answer as it came: what the `keep_answer` hook is handed. Only the URL is
+    scrubbed; the headers and body are the platform's (the keeper scrubs what it keeps)."""
+    platform: str
+    url: str  # the answering URL (after redirects), scrubbed
+    status: int
+    reason: str
+    headers: tuple[tuple[str, str], ...]  # as received, repeated names kept (Set-Cookie)
+    body: bytes  # with its Content-Encoding undone (requests decodes gzip/deflate)
+    fetched_at: float
+    secrets: tuple[str, ...]  # the request's own secret values (secret-named params, cookies)
+
+
 BeforeRequest = Callable[[str], None]
 AfterResponse = Callable[[str, ApiResponse], None]
+KeepAnswer = Callable[[FetchedAnswer], None]
 PolicyFor = Callable[[str], UrlPolicy]
 PUBLIC_ONLY = UrlPolicy.from_entries(["*"])
 MAX_REDIRECTS = 5
@@ -46,12 +66,14 @@ class RequestsTransport:
         read_timeout: float = 30,
         before_request: BeforeRequest | None = None,
         after_response: AfterResponse | None = None,
+        keep_answer: KeepAnswer | None = None,
     ) -> None:
         self.session = session or make_session()
         self.policy_for = policy_for or (lambda _platform: PUBLIC_ONLY)
         self.timeout = (connect_timeout, read_timeout)
         self.before_request = before_request
         self.after_response = after_response
+        self.keep_answer = keep_answer
         # requests' reading of the environment (proxies, NO_PROXY, CA bundle) for a URL, once per origin.
         self._environment_settings = PerOrigin(
             lambda url: self.session.merge_environment_settings(url, {}, True, None, None))
@@ -90,6 +112,10 @@ class RequestsTransport:
         )
         if self.after_response is not None:
             self.after_response(platform, response)
+        if self.keep_answer is not None:
+            self.keep_answer(FetchedAnswer(
+                platform=platform, url=response.url, status=raw.status_code, reason=raw.reason or "",
+                headers=_header_pairs(raw), body=body, fetched_at=time.time(), secrets=tuple(secrets)))
         return response
 
     def _send(self, target, headers: Mapping[str, str]) -> requests.Response:
@@ -140,6 +166,14 @@ def _charset(raw: requests.Response) -> str:
     if "charset=" in content_type.lower() and raw.encoding:
         return raw.encoding
     return "utf-8"
+
+
+def _header_pairs(raw: requests.Response) -> tuple[tuple[str, str], ...]:
+    """Every header line of the answer in order, a repeated name (Set-Cookie) kept
+    repeated: urllib3's headers, where requests' dict would join them with commas."""
+    received = getattr(raw.raw, "headers", None)
+    items = received.items() if received is not None else raw.headers.items()
+    return tuple((str(name), str(value)) for name, value in items)
 
 
 def _cookie_values(headers: Mapping[str, str] | None) -> list[str]:

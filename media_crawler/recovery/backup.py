@@ -35,7 +35,7 @@ from pathlib import Path
 from media_crawler.config import CrawlConfig
 from media_crawler.environment import environment_value
 from media_crawler.recovery.copying import BlobCopy, copy_blobs, copy_tree_of_sqlite, pg_dump, sqlite_copy
-from media_crawler.store.open_store import open_blob_store
+from media_crawler.store.open_store import open_answer_store, open_blob_store
 from media_crawler.store.snapshots import leases_held_in, schema_version_in
 from media_crawler.store.urls import is_postgres, same_postgres_database, sqlite_file
 
@@ -183,6 +183,9 @@ def backup(config: CrawlConfig, dagster_home: Path | None, dest: Path) -> Backup
     live = open_blob_store(config.store_location, local_root=config.store_root)
     copied: BlobCopy = copy_blobs(live, open_blob_store(dest / STORE_DIR, create=True))
     manifest.blobs = asdict(copied)
+    # The API answers kept for the archive (docs/EXPORT.md), a store of their own beside the media.
+    copy_blobs(open_answer_store(config.store_location, local_root=config.store_root),
+               open_answer_store(dest / STORE_DIR, create=True))
     if config.path is not None and config.path.is_file():
         shutil.copyfile(config.path, dest / CONFIG_COPY)
         manifest.config = CONFIG_COPY

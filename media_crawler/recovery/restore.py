@@ -90,7 +90,7 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
     from dagster import DagsterInstance
 
     from media_crawler.recovery.reconcile import reconcile
-    from media_crawler.store.open_store import open_blob_store
+    from media_crawler.store.open_store import open_answer_store, open_blob_store
     from media_crawler.store.ledger import Ledger
 
     manifest = layout.BackupManifest.read(backup_dir)
@@ -105,6 +105,9 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
     home.mkdir(parents=True, exist_ok=True)
     store = open_blob_store(store_location, create=True, local_root=home / "store")
     blobs = copy_blobs(open_blob_store(backup_dir / layout.STORE_DIR), store)
+    # The kept API answers (none in a backup made before they were kept).
+    copy_blobs(open_answer_store(backup_dir / layout.STORE_DIR),
+               open_answer_store(store_location, create=True, local_root=home / "store"))
     ledger_url = _restore_ledger(manifest, backup_dir, home, ledger_url)
     dagster_home, dagster_pg_url = _restore_dagster(manifest, backup_dir, home, ledger_url, dagster_pg_url)
     config_path = _restore_config(manifest, backup_dir, home, ledger_url, str(store_location))

@@ -232,9 +232,19 @@ def _v7_unfinished_index(conn: Connection) -> None:
         index.create(conn, checkfirst=True)
 
 
+def _v8_archive(conn: Connection) -> None:
+    # The API answers kept as fetched (a new table, with its indexes: empty, so built at
+    # once on both databases) and the media response's headers (a nullable column, a
+    # change of the catalog only, as in version 3).
+    tables = [schema.metadata.tables[name] for name in schema.TABLES_SINCE[8]]
+    schema.metadata.create_all(conn, tables=tables, checkfirst=True)
+    _add_missing_columns(conn, schema.tasks, schema.COLUMNS_SINCE[8])
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create, 2: _v2_time_indexes, 3: _v3_wait_columns,
                                                        4: _v4_partition_layout, 5: _v5_item_feed_errors,
-                                                       6: _v6_lease_index, 7: _v7_unfinished_index}
+                                                       6: _v6_lease_index, 7: _v7_unfinished_index,
+                                                       8: _v8_archive}
 
 
 # Session-level advisory lock: one process at a time builds indexes concurrently.

@@ -29,3 +29,19 @@ def open_blob_store(location: str | os.PathLike, *, create: bool = False,
 
 def is_object_store(location: str | os.PathLike) -> bool:
     return isinstance(location, str) and location.startswith("s3://")
+
+
+ANSWERS_FOLDER = "answers"
+
+
+def open_answer_store(location: str | os.PathLike, *, create: bool = False,
+                      local_root: str | os.PathLike | None = None) -> BlobStore:
+    """The store of the API answers kept as fetched (pipeline/answers.py): a BlobStore of
+    its own beside the media's (`<store>/answers`, a folder or a bucket prefix), so nothing
+    that walks the media (integrity, reconcile, verification, the demo's totals) meets JSON
+    pages, and answers can be released apart."""
+    if is_object_store(location):
+        answers = f"{str(location).rstrip('/')}/{ANSWERS_FOLDER}"
+        staging = os.path.join(local_root, ANSWERS_FOLDER) if local_root is not None else None
+        return open_blob_store(answers, create=create, local_root=staging)
+    return open_blob_store(os.path.join(location, ANSWERS_FOLDER), create=create)

@@ -21,7 +21,7 @@ from sqlalchemy import (
 
 from media_crawler.store.states import FINISHED_STATES, STATES
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 metadata = MetaData()
 # Rows that are not finished (states.py: every state but committed and gone), as SQL:
 # the predicate of ix_mc_tasks_unfinished and of the queries it serves.
@@ -85,6 +85,10 @@ tasks = Table(
     Column("wait_since", Float),
     Column("wait_cause", String(32)),
     Column("retry_after_s", Float),
+    # Version 8: what the media response that completed the item said (JSON: status,
+    # content_type, etag, last_modified, date), for the archive's response record;
+    # unlike `etag` (the resume validator) compaction keeps it.
+    Column("media_response", Text),
     UniqueConstraint("platform", "item_id", "variant", name="uq_mc_tasks_identity"),
     Index("ix_mc_tasks_partition_state", "source_key", "day", "state"),
     Index("ix_mc_tasks_state_lease", "state", "lease_expires_at"),
@@ -117,7 +121,7 @@ INDEXES_SINCE = {2: ("ix_mc_tasks_failed_at", "ix_mc_tasks_committed_at"), 4: ("
                  6: ("ix_mc_tasks_lease_owner",), 7: ("ix_mc_tasks_unfinished",)}
 # mc_tasks columns added by a schema version after 1 (all nullable, no default:
 # adding one is a change of the catalog only, on SQLite and PostgreSQL alike).
-COLUMNS_SINCE = {3: ("wait_reason", "wait_since", "wait_cause", "retry_after_s")}
+COLUMNS_SINCE = {3: ("wait_reason", "wait_since", "wait_cause", "retry_after_s"), 8: ("media_response",)}
 # Columns of other tables added after version 1, by version: (table, column).
 OTHER_COLUMNS_SINCE = {5: (("mc_feed_errors", "item_id"),)}
 
@@ -197,6 +201,25 @@ source_days = Table(
     Column("run_id", String(64)),  # the run whose walk finished: its step retries skip this feed
     Column("items_new", Integer, nullable=False, default=0),
 )
-TABLES_SINCE = {4: ("mc_layout", "mc_sources", "mc_source_days")}
+
+# Version 8: every API answer kept as fetched (pipeline/answers.py): its body is a blob of
+# the answer store (named by its sha256, so identical answers are stored once), its
+# status and headers (secrets scrubbed) are here, with the scrubbed URL and the time.
+api_answers = Table(
+    "mc_api_answers",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("platform", String(16), nullable=False),
+    Column("url", Text, nullable=False),
+    Column("fetched_at", Float, nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("reason", String(100), nullable=False),
+    Column("headers", Text, nullable=False),  # JSON list of [name, value], in the order received
+    Column("sha256", String(64), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Index("ix_mc_api_answers_fetched_at", "fetched_at"),
+    Index("ix_mc_api_answers_sha256", "sha256"),
+)
+TABLES_SINCE = {4: ("mc_layout", "mc_sources", "mc_source_days"), 8: ("mc_api_answers",)}
 # The mc_layout row of a ledger that had rows before version 4 (per-source partitions).
 LEGACY_LAYOUT = "*per-source*"

@@ -13,15 +13,25 @@ finished_at or failed_at says when the item finished or failed.
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 from media_crawler import errors
 from media_crawler.errors import CrawlError
 from media_crawler.store.states import COMMITTED, DISCOVERED, DOWNLOADED, RETRY_WAIT, VERIFIED
 from media_crawler.store.waits import halted_values, retry_values
 from media_crawler.scrub import excerpt
+
+
+def _said(response: Mapping[str, Any] | None) -> str | None:
+    """A media response's headers as the ledger keeps them: JSON, each text scrubbed and
+    bounded (a hostile server chooses them)."""
+    if not response:
+        return None
+    return json.dumps({name: value if isinstance(value, int) else excerpt(str(value), 300)
+                       for name, value in response.items()}, sort_keys=True)
 
 
 class Transition(Protocol):
@@ -43,11 +53,14 @@ class Downloaded:
     started_at: float
     attempts: int
     finished_at: float = field(default_factory=time.time)
+    # What the completing response said (status, content_type, etag, last_modified, date):
+    # kept past compaction for the archive's response record.
+    response: Mapping[str, Any] | None = None
 
     def columns(self) -> dict[str, Any]:
         return {"state": DOWNLOADED, "sha256": self.sha256, "size": self.size, "etag": self.etag,
                 "started_at": self.started_at, "finished_at": self.finished_at, "attempts": self.attempts,
-                **_LEASE_ENDED, **_NO_ERROR}
+                "media_response": _said(self.response), **_LEASE_ENDED, **_NO_ERROR}
 
 
 @dataclass(frozen=True)

@@ -130,9 +130,27 @@ def test_a_version_6_ledger_gets_the_unfinished_index_and_keeps_its_rows(tmp_pat
     engine = get_engine(url)
     with engine.begin() as conn:
         conn.exec_driver_sql("DROP INDEX ix_mc_tasks_unfinished")
-        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 7))
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version >= 7))
     assert "ix_mc_tasks_unfinished" not in index_names(engine)
-    assert migrate(engine) == schema.SCHEMA_VERSION == 7
+    assert migrate(engine) == schema.SCHEMA_VERSION >= 7
     assert "ix_mc_tasks_unfinished" in index_names(engine)
+    assert [task.item_id for task in Ledger(url).tasks()] == [record(1).item_id]
+    dispose_engines()
+
+
+def test_a_version_7_ledger_gets_the_kept_answers_table_and_the_media_response_column(tmp_path):
+    from sqlalchemy import inspect
+
+    url = f"sqlite:///{tmp_path / 'v7.db'}"
+    Ledger(url).record_discovered([record(1)], source_key="s", day="d")
+    engine = get_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE mc_api_answers")
+        conn.exec_driver_sql("ALTER TABLE mc_tasks DROP COLUMN media_response")
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 8))
+    assert migrate(engine) == schema.SCHEMA_VERSION == 8
+    inspector = inspect(engine)
+    assert "mc_api_answers" in inspector.get_table_names()
+    assert "media_response" in {column["name"] for column in inspector.get_columns("mc_tasks")}
     assert [task.item_id for task in Ledger(url).tasks()] == [record(1).item_id]
     dispose_engines()

@@ -16,6 +16,7 @@ from media_crawler.store.reports.failures import FAILED_STAGE
 
 T = schema.tasks
 F = schema.feed_errors
+A = schema.api_answers
 
 HOUR_S = 3600.0
 # Rows not finished (committed/gone): what is waiting, running or stuck.
@@ -126,3 +127,11 @@ def finished_outcomes(engine: Engine,
 def last_commit_at(engine: Engine) -> float | None:
     with engine.connect() as conn:
         return conn.execute(select(func.max(T.c.committed_at))).scalar_one()
+
+
+def kept_answers(engine: Engine) -> dict[str, dict[str, int]]:
+    """API answers kept as fetched (pipeline/answers.py), per platform: answers and the bytes
+    their bodies hold (a body kept twice is one blob, counted twice)."""
+    query = select(A.c.platform, func.count(), func.coalesce(func.sum(A.c.size), 0)).group_by(A.c.platform)
+    with engine.connect() as conn:
+        return {platform: {"answers": int(count), "bytes": int(size)} for platform, count, size in conn.execute(query)}

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from sqlalchemy import func, select, text
+from sqlalchemy import and_, func, or_, select, text
 
 from media_crawler.store.ledger import COMMITTED, FAILED, GONE, RETRY_WAIT, Ledger, T
 from media_crawler.store.schema import UNFINISHED_PREDICATE
@@ -19,6 +19,9 @@ from media_crawler.store.schema import UNFINISHED_PREDICATE
 # Named, not "not finished" (schema.UNFINISHED_PREDICATE): an IN list over the few
 # unfinished states can use an index, where NOT IN reads every row of a million-row
 # ledger on each sensor tick.
+
+# Rows a streamed read takes per transaction.
+PAGE_ROWS = 1000
 
 
 def unfinished_partition_counts(ledger: Ledger) -> list[tuple[str, str, int]]:
@@ -49,22 +52,64 @@ class CommittedRow:
     published_at: str | None
     committed_at: float | None
     meta: dict[str, Any]
+    # For the archive (export --format wacz):
+    id: int = 0
+    media_url: str = ""  # "" once compacted, and for a row the crawler made (a mux)
+    finished_at: float | None = None  # when its download finished (None: committed without one)
+    media_response: dict[str, Any] | None = None  # what the completing response said (schema 7)
 
 
-def committed_rows(ledger: Ledger, *, since: float | None = None, platform: str | None = None) -> Iterator[CommittedRow]:
-    """Committed rows in commit order (committed at or after `since`, of `platform`), streamed."""
-    query = select(T).where(T.c.state == COMMITTED).order_by(T.c.committed_at, T.c.id)
+def committed_rows(ledger: Ledger, *, since: float | None = None, until: float | None = None,
+                   platform: str | None = None) -> Iterator[CommittedRow]:
+    """Committed rows in commit order (committed in [since, until), of `platform`), streamed
+    a page at a time: each page is a short transaction of its own, so a long export holds
+    no transaction open (on SQLite every transaction takes the write lock, and a crawl
+    writing meanwhile would wait for the export's end)."""
+    # By the committed_at index alone: with the state in the query SQLite would take the
+    # state index and sort every committed row for each page. The few rows that left the
+    # committed state after their commit (re-queued by reconcile) are dropped below.
+    query = select(T).where(T.c.committed_at.is_not(None)).order_by(T.c.committed_at, T.c.id).limit(PAGE_ROWS)
     if since is not None:
         query = query.where(T.c.committed_at >= since)
+    if until is not None:
+        query = query.where(T.c.committed_at < until)
     if platform:
         query = query.where(T.c.platform == platform)
+    after: tuple[float, int] | None = None
+    while True:
+        page = query if after is None else query.where(
+            or_(T.c.committed_at > after[0], and_(T.c.committed_at == after[0], T.c.id > after[1])))
+        with ledger.engine.connect() as conn:
+            rows = conn.execute(page).all()
+        for row in rows:
+            if row.state == COMMITTED:
+                yield _committed(row)
+        if len(rows) < PAGE_ROWS:
+            return
+        after = (rows[-1].committed_at, rows[-1].id)
+
+
+def first_commit_of(ledger: Ledger, sha256: str) -> CommittedRow | None:
+    """The committed row that first holds these bytes (by commit time, then id): an
+    archive's original capture of them, every later one a revisit."""
+    # The rows of one sha256 are few: read them all by the sha256 index, pick in Python.
+    # With the state (or an ORDER BY committed_at) in the query, SQLite walked the state
+    # or committed_at index instead, every committed row for each item: an export of
+    # 10,000 items took 25 times the CPU of 1,000 (bench/export_wacz.py).
+    query = select(T).where(T.c.sha256 == sha256)
     with ledger.engine.connect() as conn:
-        for row in conn.execute(query):
-            yield CommittedRow(
-                platform=row.platform, item_id=row.item_id, variant=row.variant, kind=row.kind,
-                canonical_url=row.canonical_url, sha256=row.sha256, size=row.size, group_key=row.group_key,
-                source_key=row.source_key, day=row.day, published_at=row.published_at,
-                committed_at=row.committed_at, meta=json.loads(row.meta or "{}"))
+        rows = [row for row in conn.execute(query) if row.state == COMMITTED]
+    first = min(rows, key=lambda row: (row.committed_at or 0.0, row.id), default=None)
+    return _committed(first) if first is not None else None
+
+
+def _committed(row: Any) -> CommittedRow:
+    return CommittedRow(
+        platform=row.platform, item_id=row.item_id, variant=row.variant, kind=row.kind,
+        canonical_url=row.canonical_url, sha256=row.sha256, size=row.size, group_key=row.group_key,
+        source_key=row.source_key, day=row.day, published_at=row.published_at,
+        committed_at=row.committed_at, meta=json.loads(row.meta or "{}"), id=row.id, media_url=row.media_url or "",
+        finished_at=row.finished_at, media_response=json.loads(row.media_response) if row.media_response else None)
 
 
 def totals_by_platform_kind_state(ledger: Ledger) -> list[tuple[str, str, str, int, int | None]]:

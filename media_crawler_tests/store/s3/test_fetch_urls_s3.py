@@ -51,8 +51,11 @@ def test_fetch_urls_into_a_bucket_and_again(s3_env, writes, tmp_path, capsys):
     uri = s3_env.new_uri()
     with FeedServer(files=FILES, latency_s=0.0) as server:
         assert fetch(server, uri) == 0
-        keys = s3_env.keys(uri)
-        assert len(keys) == FILES and all("/sha256/" in key for key in keys)
+        all_keys = s3_env.keys(uri)
+        # The feed's answer, kept for the archive (docs/EXPORT.md), under the answers/ prefix.
+        answers = [key for key in all_keys if "/answers/sha256/" in key]
+        keys = [key for key in all_keys if key not in answers]
+        assert len(answers) == 1 and len(keys) == FILES and all("/sha256/" in key for key in keys)
         bucket = uri[len("s3://"):].split("/", 1)[0]
         for key in keys:
             response = s3_env.client().get_object(bucket, key)
@@ -61,13 +64,13 @@ def test_fetch_urls_into_a_bucket_and_again(s3_env, writes, tmp_path, capsys):
             sorted(key.rsplit("/", 1)[1] for key in keys)
         local = [path for path in (tmp_path / "home").rglob("*") if path.is_file()]
         assert all(path.name.startswith("ledger.db") for path in local), f"only the ledger is local: {local}"
-        assert len(writes) == FILES
+        assert len(writes) == FILES + 1  # the media and the feed's answer
 
         media_before, writes_before = server.media_answers, len(writes)
         assert fetch(server, uri) == 0
         assert server.media_answers == media_before, "a second run downloads nothing"
         assert len(writes) == writes_before, "and writes no object"
-        assert s3_env.keys(uri) == keys
+        assert s3_env.keys(uri) == all_keys  # the same answer again: kept once
     output = capsys.readouterr()
     assert SECRET_KEY not in output.out + output.err
 
@@ -82,7 +85,7 @@ def test_fetch_urls_in_forked_processes_shares_no_connection(s3_env):
     uri = s3_env.new_uri()
     with FeedServer(files=FILES, latency_s=0.0) as server:
         assert fetch(server, uri, processes=2) == 0
-    assert len(s3_env.keys(uri)) == FILES
+    assert len([key for key in s3_env.keys(uri) if "/answers/" not in key]) == FILES
 
 
 def test_fetch_urls_with_bad_keys_stops_before_any_download(s3_env, monkeypatch, capsys):
