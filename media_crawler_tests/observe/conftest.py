@@ -33,8 +33,9 @@ def faulty_crawl(tmp_path_factory, simulator):
     named = {"errors": {"urls": f"{base}/urls/errors.json"}, "html": {"urls": f"{base}/urls/html.json"},
              "bad_feed": {"bilibili": "user 666"}, "no_token": {"facebook": "page 42"},
              "demo": {"urls": f"{base}/urls/demo.json"}}
-    # Each source in a shard of its own: the tests read one partition per source.
-    partitions = {"start_day": DEMO_START_DAY, "shards": 16}
+    # Each source in a shard of its own and each partition in a run of its own: the tests
+    # read one partition's run per source (ranged runs: pipeline/test_ranged_runs.py).
+    partitions = {"start_day": DEMO_START_DAY, "shards": 16, "shards_per_run": 1}
     layout = config_from_dict({"partitions": partitions}).layout
     config_path = write_sources(home, base, one_source_per_shard(list(named.values()), layout), partitions=partitions)
     config = load_config(config_path)
