@@ -19,6 +19,14 @@ def big(runs, floor=500):
     return [r for r in runs if r["items"] >= floor and r.get("dagster_share") is not None]
 
 
+def _launch(row: dict) -> str:
+    """How the row launched its runs (rows from before issue 28 say nothing: one run per partition)."""
+    if "launch" not in row:
+        return ""
+    launcher = ", CeleryRunLauncher" if row.get("run_launcher") == "CeleryRunLauncher" else ""
+    return f" ({row['partitions']} partitions, {row['launch'].split(' (')[0]}{launcher})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path, nargs="?", default=Path("/tmp/scale-results"))
@@ -34,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {r['kind']} | {sources} | {r['items']} | {r['workers']} | {r['wall_s']:.0f} | {r['items_per_s']:.1f} "
               f"| {r['crawler_cpu_ms_per_item']:.1f} | {r.get('pg_backend_cpu_ms_per_item', float('nan')):.1f} "
               f"| {r['sim_cpu_ms_per_item']:.1f} | {', '.join(f'{k} {v}' for k, v in sorted(r['rate_peaks'].items()))} "
-              f"| {len(runs)} {'/'.join(r['statuses'])} | {min(x['items'] for x in runs)}-{max(x['items'] for x in runs)} |")
+              f"| {len(runs)} {'/'.join(r['statuses'])}{_launch(r)} | {min(x['items'] for x in runs)}-{max(x['items'] for x in runs)} |")
     print()
     print("| row | run wall s (median) | queue wait s (median) | RUN_STARTING -> first item s (median) | Dagster share, all runs (median / max) "
           "| Dagster share, runs >= 500 items (median / max) | outside-items share >= 500 (max) |")
