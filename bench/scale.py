@@ -8,8 +8,10 @@
 Every row starts a generated world (`media-crawler sim ...`) in its own process, so
 the simulator's CPU is not counted, rewrites its sources.yaml with the row's shard
 count and rate budget, crawls every shard partition of every day of the world, and
-prints one JSON object (also written to /tmp/scale-results/ROW.json). SCALE.md is
-written from those by hand: see it for the definitions of every figure.
+prints one JSON object. Production rows launch ranged runs as the schedule does (one run per
+platform x day x `partitions.shards_per_run` shards, scale_launch.py); `--per-partition`
+launches one run per partition with `dagster job backfill`, as the rows before issue 28 did.
+The JSON is also written to /tmp/scale-results/ROW.json; SCALE.md is written from those by hand: see it for the definitions of every figure.
 
 CPU is summed over the crawler side only: every process in the session of each
 service this script starts (dagster-daemon with its code server and run workers,
