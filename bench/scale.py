@@ -285,7 +285,7 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False, per_p
                 launched = len(submit_runs(home, services.workspace, job, ranged_run_tags(config_path, days), env))
             submit_s = time.perf_counter() - submit
             thread1 = resource.getrusage(resource.RUSAGE_THREAD)
-            backfill_cpu = children_cpu_ms() + 1000 * (thread1.ru_utime + thread1.ru_stime
+            launch_cpu = children_cpu_ms() + 1000 * (thread1.ru_utime + thread1.ru_stime
                                                        - thread0.ru_utime - thread0.ru_stime)
             with DagsterInstance.from_config(str(home)) as instance:
                 deadline = time.monotonic() + 3600
@@ -316,9 +316,9 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False, per_p
                       run_launcher="CeleryRunLauncher" if celery_launcher else "default", partitions=len(partitions),
                       shards_per_run=load_config(config_path).layout.shards_per_run,
                       statuses=sorted({r["status"] for r in per_run}), backfill_submit_s=submit_s,
-                      crawler_cpu_ms_per_item=(ms(cpu1 - cpu0) + backfill_cpu) / max(items, 1),
+                      crawler_cpu_ms_per_item=(ms(cpu1 - cpu0) + launch_cpu) / max(items, 1),
                       crawler_cpu_ms_per_item_by_role={**role_ms_per_item(roles0, roles1, items),
-                                                       "launch": round(backfill_cpu / max(items, 1), 2)},
+                                                       "launch": round(launch_cpu / max(items, 1), 2)},
                       pg_backend_cpu_ms_per_item=ms(pg1 - pg0) / max(items, 1),
                       sim_cpu_ms_per_item=(sim_cpu1 - sim_cpu0) / max(items, 1),
                       rate_peaks=rates.peaks(), **rates.budget(), **latency)
