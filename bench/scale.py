@@ -8,8 +8,10 @@
 Every row starts a generated world (`media-crawler sim ...`) in its own process, so
 the simulator's CPU is not counted, rewrites its sources.yaml with the row's shard
 count and rate budget, crawls every shard partition of every day of the world, and
-prints one JSON object (also written to /tmp/scale-results/ROW.json). SCALE.md is
-written from those by hand: see it for the definitions of every figure.
+prints one JSON object. Production rows launch ranged runs as the schedule does (one run per
+platform x day x `partitions.shards_per_run` shards, scale_launch.py); `--per-partition`
+launches one run per partition with `dagster job backfill`, as the rows before issue 28 did.
+The JSON is also written to /tmp/scale-results/ROW.json; SCALE.md is written from those by hand: see it for the definitions of every figure.
 
 CPU is summed over the crawler side only: every process in the session of each
 service this script starts (dagster-daemon with its code server and run workers,
@@ -67,6 +69,7 @@ WORLDS = {
     # The same item counts over 2 days with twice the accounts: partitions twice as big.
     "10k-2d": dict(accounts=320, days=2, posts_per_day=2, media_per_post=2),
     "100k-2d": dict(accounts=3200, days=2, posts_per_day=2, media_per_post=2),
+    "10k-1d": dict(accounts=640, days=1, posts_per_day=2, media_per_post=2),
 }
 LATENCY_MS = 100.0  # before every media answer: the I/O-bound world the worker rows ask for
 API_LATENCY_MS = 50.0  # before every API answer (feed pages, play URLs): a real API takes 100-300 ms
@@ -119,14 +122,35 @@ EXTRA_ROWS = {"pg-100k-w4": dict(kind="daemon", world="100k", workers=4, shards=
               "pg-10k-w4-slow": dict(kind="daemon", world="10k-2d", workers=4, code_server=True,
                                      latency_ms=250.0, api_latency_ms=150.0,
                                      shards=dict(bilibili=3, weibo=1, facebook=1, urls=1)),
+              # Issue 28: ranged runs. The -cs rows' world and run sizes (~1,100 items a run, 12 runs), each run
+              # now 4 partitions of one platform and day (bilibili 12 shards, the others 4; shards_per_run 4):
+              # 48 partitions in 12 runs, so the figures per run compare with the -cs rows' one-partition runs.
+              "pg-10k-w1-r": dict(kind="daemon", world="10k-2d", workers=1, code_server=True, shards_per_run=4,
+                                  shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
+              "pg-10k-w4-r": dict(kind="daemon", world="10k-2d", workers=4, code_server=True, shards_per_run=4,
+                                  shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
+              "pg-100k-w4-r": dict(kind="daemon", world="100k-2d", workers=4, code_server=True, shards_per_run=4,
+                                   shards=dict(bilibili=120, weibo=40, facebook=40, urls=40)),
+              # The same with CeleryRunLauncher (deploy/celery_run_launcher.yaml): each run in a warm Celery
+              # pool process, `workers` run workers of one slot each.
+              "pg-10k-w1-r-cl": dict(kind="daemon", world="10k-2d", workers=1, code_server=True, shards_per_run=4,
+                                     run_launcher="celery", shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
+              "pg-10k-w4-r-cl": dict(kind="daemon", world="10k-2d", workers=4, code_server=True, shards_per_run=4,
+                                     run_launcher="celery", shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
+              # Runs twice as long (~2,300 items, a minute of work at 4 threads): 1 day of 640 sources a
+              # platform, 6 runs. Fewer runs than 4 workers can overlap twice: for the share, not for 4 vs 1.
+              "pg-10k-w4-r1d": dict(kind="daemon", world="10k-1d", workers=4, code_server=True, shards_per_run=4,
+                                    shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
               # The daemon with nothing to run, 640 sources: its per-second CPU (queue, sensors, monitoring).
               "daemon-idle-10k": dict(kind="idle", world="10k", workers=4, seconds=90)}
 
 
 def write_config(sim: Sim, workdir: Path, workers: int, ledger_url: str | None,
-                 shards: int | dict[str, int] = 1) -> Path:
+                 shards: int | dict[str, int] = 1, shards_per_run: int | None = None) -> Path:
     data = yaml.safe_load(sim.sources.read_text())
     data["partitions"]["shards"] = shards
+    if shards_per_run is not None:
+        data["partitions"]["shards_per_run"] = shards_per_run
     data["workers"] = workers
     data["store"] = str(workdir / "store")
     if ledger_url:
@@ -160,7 +184,7 @@ def production_home(sim: "Sim", workdir: Path, spec: dict) -> tuple[Path, Path]:
     deploy/dagster.postgres.yaml rendered for its workers."""
     from media_crawler.deploy.workers import WorkerPlan, render_instance_yaml
 
-    config_path = write_config(sim, workdir, spec["workers"], None, spec.get("shards", 1))
+    config_path = write_config(sim, workdir, spec["workers"], None, spec.get("shards", 1), spec.get("shards_per_run"))
     home = workdir / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text(render_instance_yaml(REPO / "deploy" / "dagster.postgres.yaml",
@@ -168,8 +192,33 @@ def production_home(sim: "Sim", workdir: Path, spec: dict) -> tuple[Path, Path]:
     return config_path, home
 
 
-def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> dict:
+def celery_run_launcher(home: Path, workdir: Path, queue: str) -> Path:
+    """Merge deploy/celery_run_launcher.yaml into the row's dagster.yaml, on a queue of the
+    row's own, and write the run workers' -y file (the launcher's broker, backend and settings,
+    as deploy/README.md "Runs in Celery workers" says). Returns that file."""
+    instance_yaml = yaml.safe_load((home / "dagster.yaml").read_text())
+    launcher = yaml.safe_load((REPO / "deploy" / "celery_run_launcher.yaml").read_text())
+    settings = launcher["run_launcher"]["config"]
+    settings["default_queue"] = queue
+    (home / "dagster.yaml").write_text(yaml.safe_dump({**instance_yaml, **launcher}))
+    runs_yaml = workdir / "runs.yaml"
+    runs_yaml.write_text(yaml.safe_dump({"execution": {"config": {
+        "broker": settings["broker"], "backend": settings["backend"],
+        "config_source": {**settings["config_source"], "task_default_queue": queue}}}}))
+    return runs_yaml
+
+
+def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False, per_partition: bool = False) -> dict:
+    """The production path: dagster-daemon, PostgreSQL, the row's runs queued at once. Runs are
+    ranged as the product launches them (scale_launch.py), or with `per_partition` one per
+    partition by `dagster job backfill`. spec["run_launcher"] == "celery": CeleryRunLauncher,
+    `workers` Celery run workers of one slot each."""
+    import resource
+
     from dagster import DagsterInstance, RunsFilter
+
+    from bench.scale_launch import backfill_per_partition, ranged_run_tags, submit_runs
+    from media_crawler.shards import partitions_of_run
 
     from media_crawler.commands.crawl import prepare_home
     from media_crawler.config import load_config
@@ -185,8 +234,12 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
     extra = {"DAGSTER_PG_URL": url, LEDGER_ENV: url, "FB_ACCESS_TOKEN": "scale-token-not-secret"}
     os.environ.update(extra)
     queue = None
+    celery_launcher = spec.get("run_launcher") == "celery"
     try:
         config_path, home = production_home(sim, workdir, spec)
+        if celery_launcher:
+            queue = f"mc_scale_runs_{uuid.uuid4().hex[:8]}"
+            runs_yaml = celery_run_launcher(home, workdir, queue)
         if celery:
             settings = yaml.safe_load((REPO / "deploy" / "celery.yaml").read_text())
             queue = f"mc_scale_{uuid.uuid4().hex[:8]}"
@@ -207,6 +260,9 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
                     worker = services.start_celery_worker(f"w{index}-{queue}", workdir / "celery.yaml",
                                                           queues=[queue, f"{queue}_w{index}"])
                     sampler.add_session(worker.pid)
+            if celery_launcher:
+                for index in range(spec["workers"]):
+                    sampler.add_session(services.start_celery_worker(f"r{index}-{queue}", runs_yaml, [queue]).pid)
             if spec.get("code_server"):
                 sampler.add_session(services.start_code_server(free_port()).pid)
             daemon = services.start_daemon()
@@ -219,22 +275,25 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
             rates = RateSampler(lambda: sim.stats().get("requests", {}), PLATFORMS, RATE, BURST)
             rates.start()
             t0 = time.time()
-            children_cpu_ms()  # from here: the backfill command's CPU alone
+            children_cpu_ms()  # from here: the launch's CPU alone (its command, or this thread and its code server)
+            thread0 = resource.getrusage(resource.RUSAGE_THREAD)
             submit = time.perf_counter()
-            backfill = subprocess.run([str(BIN / "dagster"), "job", "backfill", "-w", str(services.workspace), "-j", job,
-                                       "--partitions", ",".join(partitions), "--noprompt"],
-                                      env=env, timeout=600, capture_output=True, text=True)
+            if per_partition:
+                backfill_per_partition(services.workspace, job, partitions, env)
+                launched = len(partitions)
+            else:
+                launched = len(submit_runs(home, services.workspace, job, ranged_run_tags(config_path, days), env))
             submit_s = time.perf_counter() - submit
-            if backfill.returncode:
-                raise RuntimeError(backfill.stderr[-3000:])
-            backfill_cpu = children_cpu_ms()
+            thread1 = resource.getrusage(resource.RUSAGE_THREAD)
+            launch_cpu = children_cpu_ms() + 1000 * (thread1.ru_utime + thread1.ru_stime
+                                                       - thread0.ru_utime - thread0.ru_stime)
             with DagsterInstance.from_config(str(home)) as instance:
                 deadline = time.monotonic() + 3600
                 while True:
                     services.check_alive()
                     runs = instance.get_runs(filters=RunsFilter(job_name=job))
-                    covered = {run.tags.get("dagster/partition") for run in runs}
-                    if set(partitions) <= covered and all(run.status.value in ("SUCCESS", "FAILURE", "CANCELED")
+                    covered = {key for run in runs for key in partitions_of_run(run.tags)}
+                    if len(runs) >= launched and set(partitions) <= covered and all(run.status.value in ("SUCCESS", "FAILURE", "CANCELED")
                                                           for run in runs):
                         break
                     if time.monotonic() > deadline:
@@ -253,10 +312,13 @@ def daemon_row(name: str, spec: dict, workdir: Path, celery: bool = False) -> di
         items = latency["states"].get("committed", 0)
         result = dict(row=name, kind="celery" if celery else "daemon", world=world, items=items, wall_s=wall,
                       items_per_s=items / wall, workers=spec["workers"], runs=len(per_run),
+                      launch="per partition (dagster job backfill)" if per_partition else "ranged (ranged_run_requests)",
+                      run_launcher="CeleryRunLauncher" if celery_launcher else "default", partitions=len(partitions),
+                      shards_per_run=load_config(config_path).layout.shards_per_run,
                       statuses=sorted({r["status"] for r in per_run}), backfill_submit_s=submit_s,
-                      crawler_cpu_ms_per_item=(ms(cpu1 - cpu0) + backfill_cpu) / max(items, 1),
+                      crawler_cpu_ms_per_item=(ms(cpu1 - cpu0) + launch_cpu) / max(items, 1),
                       crawler_cpu_ms_per_item_by_role={**role_ms_per_item(roles0, roles1, items),
-                                                       "backfill_command": round(backfill_cpu / max(items, 1), 2)},
+                                                       "launch": round(launch_cpu / max(items, 1), 2)},
                       pg_backend_cpu_ms_per_item=ms(pg1 - pg0) / max(items, 1),
                       sim_cpu_ms_per_item=(sim_cpu1 - sim_cpu0) / max(items, 1),
                       rate_peaks=rates.peaks(), **rates.budget(), **latency)
@@ -481,16 +543,16 @@ def row_latency(spec: dict) -> tuple[float, float]:
     return spec.get("latency_ms", LATENCY_MS), spec.get("api_latency_ms", API_LATENCY_MS)
 
 
-def run_row(name: str, keep: bool = False) -> dict:
+def run_row(name: str, keep: bool = False, per_partition: bool = False) -> dict:
     spec = {**ROWS, **EXTRA_ROWS}[name]
     workdir = Path(tempfile.mkdtemp(prefix=f"scale-{name}-", dir="/tmp"))
     started = time.time()
     speed_before = speed_probe_ms()
     try:
         if spec["kind"] == "daemon":
-            result = daemon_row(name, spec, workdir)
+            result = daemon_row(name, spec, workdir, per_partition=per_partition)
         elif spec["kind"] == "celery":
-            result = daemon_row(name, spec, workdir, celery=True)
+            result = daemon_row(name, spec, workdir, celery=True, per_partition=per_partition)
         elif spec["kind"] == "idle":
             result = idle_row(name, spec, workdir)
         elif spec["kind"] == "crawl":
@@ -541,6 +603,7 @@ def summary(result: dict) -> str:
         big = [r for r in runs if r["items"] >= 500 and r.get("dagster_share") is not None]
         keep["runs_summary"] = dict(
             items_per_run=sorted(r["items"] for r in runs),
+            partitions_per_run=sorted(len(r.get("partitions") or [r.get("partition")]) for r in runs),
             event_rows_per_run=sorted({r.get("event_log_rows", r["events"]) for r in runs}),
             dagster_share_max=max((r["dagster_share"] for r in runs if r["dagster_share"] is not None), default=None),
             dagster_share_max_500=max((r["dagster_share"] for r in big), default=None),
@@ -568,6 +631,9 @@ def main(argv=None) -> int:
     parser.add_argument("--all", action="store_true", help="every row, in the order of ROWS")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the row's /tmp/scale-* directory")
+    parser.add_argument("--per-partition", action="store_true",
+                        help="launch one run per partition with `dagster job backfill`, as the rows before issue 28 "
+                             "(default: ranged runs, as the schedule and sensors launch them)")
     args = parser.parse_args(argv)
     if args.list:
         for name, spec in ROWS.items():
@@ -580,7 +646,7 @@ def main(argv=None) -> int:
     for name in names:
         print(f"== {name}", file=sys.stderr, flush=True)
         try:
-            print(summary(run_row(name, keep=args.keep)), flush=True)
+            print(summary(run_row(name, keep=args.keep, per_partition=args.per_partition)), flush=True)
         except Exception as error:  # the other rows still run
             import traceback
 

@@ -16,6 +16,8 @@ def run_figures(instance, runs, ledger_rows: dict) -> list[dict]:
     """Per run: queue wait, wall (STARTING -> SUCCESS), steps' time, first item, event-log rows."""
     from dagster import DagsterEventType
 
+    from media_crawler.shards import partitions_of_run
+
     out = []
     for run in runs:
         records = instance.get_records_for_run(run.run_id, limit=1_000_000).records
@@ -43,7 +45,8 @@ def run_figures(instance, runs, ledger_rows: dict) -> list[dict]:
         spans = sorted((s["STEP_START"], s.get("STEP_SUCCESS", s.get("STEP_FAILURE", s["STEP_START"])))
                        for s in steps.values() if "STEP_START" in s)
         out.append(dict(
-            run_id=run.run_id, partition=run.tags.get("dagster/partition"), status=run.status.value,
+            run_id=run.run_id, partition=run.tags.get("dagster/partition"), partitions=partitions_of_run(run.tags),
+            status=run.status.value,
             items=row.get("items", 0), events=len(records),
             queued_s=(start - ts["PIPELINE_ENQUEUED"]) if start and "PIPELINE_ENQUEUED" in ts else None,
             wall_s=wall, steps_s=step_s,

@@ -19,6 +19,14 @@ def big(runs, floor=500):
     return [r for r in runs if r["items"] >= floor and r.get("dagster_share") is not None]
 
 
+def _launch(row: dict) -> str:
+    """How the row launched its runs (rows from before issue 28 say nothing: one run per partition)."""
+    if "launch" not in row:
+        return ""
+    launcher = ", CeleryRunLauncher" if row.get("run_launcher") == "CeleryRunLauncher" else ""
+    return f" ({row['partitions']} partitions, {row['launch'].split(' (')[0]}{launcher})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path, nargs="?", default=Path("/tmp/scale-results"))
@@ -34,11 +42,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {r['kind']} | {sources} | {r['items']} | {r['workers']} | {r['wall_s']:.0f} | {r['items_per_s']:.1f} "
               f"| {r['crawler_cpu_ms_per_item']:.1f} | {r.get('pg_backend_cpu_ms_per_item', float('nan')):.1f} "
               f"| {r['sim_cpu_ms_per_item']:.1f} | {', '.join(f'{k} {v}' for k, v in sorted(r['rate_peaks'].items()))} "
-              f"| {len(runs)} {'/'.join(r['statuses'])} | {min(x['items'] for x in runs)}-{max(x['items'] for x in runs)} |")
+              f"| {len(runs)} {'/'.join(r['statuses'])}{_launch(r)} | {min(x['items'] for x in runs)}-{max(x['items'] for x in runs)} |")
     print()
     print("| row | run wall s (median) | queue wait s (median) | RUN_STARTING -> first item s (median) | Dagster share, all runs (median / max) "
-          "| Dagster share, runs >= 500 items (median / max) | outside-items share >= 500 (max) |")
-    print("|---|---|---|---|---|---|---|")
+          "| Dagster share, runs >= 500 items (median / max) | outside-items share >= 500 (max) "
+          "| RUN_STARTING -> RUN_START s (median / max) |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
         if r["kind"] in ("sensors", "idle"):
             continue
@@ -47,12 +56,14 @@ def main(argv: list[str] | None = None) -> int:
         b = big(runs)
         bshares = [x["dagster_share"] for x in b]
         outside = [x["outside_items_share"] for x in b if x.get("outside_items_share") is not None]
+        launches = [x["outside_steps"]["launch_s"] for x in runs if x.get("outside_steps")]
         med = lambda xs: statistics.median(xs) if xs else float("nan")  # noqa: E731
         print(f"| {name} | {med([x['wall_s'] for x in runs if x['wall_s']]):.1f} | {med([x['queued_s'] for x in runs if x['queued_s'] is not None]):.1f} "
               f"| {med([x['to_first_item_s'] for x in runs if x['to_first_item_s'] is not None]):.2f} "
               f"| {med(shares):.1%} / {max(shares, default=float('nan')):.1%} "
               f"| {med(bshares):.1%} / {max(bshares, default=float('nan')):.1%} ({len(b)} runs) "
-              f"| {max(outside, default=float('nan')):.1%} |")
+              f"| {max(outside, default=float('nan')):.1%} "
+              f"| {med(launches):.2f} / {max(launches, default=float('nan')):.2f} |")
     print()
     print("| row | event-log rows per run (distinct) | items per run | event-log rows / 10k items | event bytes / 10k items "
           "| ledger bytes/row (table+indexes) | live tuple bytes | claimed-discovered p50 / p95 s | claim query p50 / p95 ms | unfinished query ms |")
