@@ -9,7 +9,7 @@ from typing import Sequence
 from media_crawler.download.retry import slow_down_if_asked
 from media_crawler.errors import CrawlError
 from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
-from media_crawler.observe.events import log_item
+from media_crawler.observe.events import correlation, current_correlation, log_item
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.crashpoints import AFTER_DISCOVERY_BATCH, crash_point
@@ -76,9 +76,12 @@ def discover_sources(runtime: Runtime, sources: Sequence[Source], window: DayWin
     for platform in {source.platform for source in pending}:
         runtime.adapter(platform)  # built here, once, not raced for by the walking threads
 
+    ids = current_correlation()  # the feed threads do not inherit the step's context variables
+
     def walk(source: Source) -> StageReport | SourceFailure:
         try:
-            report = discover(runtime, source, window, run_id=run_id)
+            with correlation(**ids):  # so every fetch line names its run, partition and step
+                report = discover(runtime, source, window, run_id=run_id)
         except CrawlError as error:
             slow_down_if_asked(runtime.budget, source.platform, error)
             since = open_feed_error_since(runtime.ledger, source.key, day) or time.time()

@@ -74,3 +74,37 @@ def test_a_shards_feeds_are_walked_at_once_and_a_broken_one_stops_none(crawl_hom
             assert (again.feeds_already_done, again.feeds_walked, len(again.failures)) == (len(names) - 1, 0, 1)
         finally:
             runtime.close()
+
+
+def test_the_feed_threads_fetch_lines_name_the_run_partition_and_step(crawl_home, caplog):
+    """Feeds walked on threads of their own still log under the step's run, partition and
+    step (the threads do not inherit the step's context variables by themselves)."""
+    import json
+    import logging
+
+    from media_crawler.observe.events import correlation
+
+    def answer(path: str):
+        name = path.rsplit("/", 1)[-1].removesuffix(".json")
+        return 200, JSON, json.dumps([{"url": f"{origin}/{name}.jpg", "type": "image"}]).encode()
+
+    with local_server(answer) as origin:
+        crawl_home.mkdir(parents=True, exist_ok=True)
+        path = crawl_home / "sources.yaml"
+        path.write_text(yaml.safe_dump({
+            "sources": [{"urls": f"{origin}/{name}.json"} for name in "abcd"], "allow_hosts": [origin],
+            "platforms": {"urls": {"rate": 1000, "burst": 1000}}, "store": str(crawl_home / "store"),
+            "ledger_url": f"sqlite:///{crawl_home / 'ledger.db'}"}))
+        config = load_config(path)
+        runtime = Runtime.from_config(config)
+        try:
+            assert runtime.download_threads > 1, "the feeds must be walked on threads for this test"
+            ids = {"run_id": "run-7", "partition": f"{DAY}|urls-s00", "step": "media_records"}
+            with caplog.at_level(logging.INFO), correlation(**ids):
+                found = discover_sources(runtime, config.sources, DayWindow.parse(DAY), run_id="run-7")
+        finally:
+            runtime.close()
+    assert found.feeds_walked == 4
+    fetches = [record for record in caplog.records if getattr(record, "stage", None) == "fetch"]
+    assert {record.canonical_url.rsplit("/", 1)[-1] for record in fetches} >= {"a.jpg", "b.jpg", "c.jpg", "d.jpg"}
+    assert {(record.run_id, record.partition, record.step) for record in fetches} == {tuple(ids.values())}
