@@ -95,6 +95,8 @@ def test_last_modified_is_the_validator_when_there_is_no_strong_etag(server, ses
     assert validator == stamp
     assert server.requests_to("/v.mp4")[1].headers["If-Range"] == stamp
     assert result.resumed_from == 1000 and result.sha256 == sha256(body)
+    said = result.response_said()
+    assert (said["status"], said["etag"], said["last_modified"]) == (206, 'W/"weak"', stamp)
 
 
 def test_no_validator_means_no_resume(server, session, part):
