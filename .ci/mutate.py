@@ -101,11 +101,22 @@ class Mutant:
     line: int
     column: int
     description: str
+    scope: str = ""  # the enclosing class/function, dotted ("" at module level)
+    text: str = ""  # the mutated node's first line of source, stripped
+    occurrence: int = 0  # among the mutants of the same path, scope, text and description
 
     @property
     def key(self) -> str:
-        """How .ci/mutation-equivalent.txt names it: stable while the line's code stays."""
-        return f"{self.path}:{self.line}:{self.column}: {self.description}"
+        """How .ci/mutation-equivalent.txt names it: by where it is in the code (the enclosing
+        function, the line's own text), not by line number, so an entry survives code moving
+        above it; it goes stale (and is re-judged) when its line or its function is renamed or
+        edited. Two same mutants of one line are told apart by their order (`#2`)."""
+        count = f" #{self.occurrence + 1}" if self.occurrence else ""
+        return f"{self.path}: {self.scope or '<module>'}: `{self.text}`: {self.description}{count}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}"
 
 
 def _skipped_nodes(tree: ast.AST) -> set[int]:
@@ -216,17 +227,44 @@ def _apply(node: ast.AST, variant: int) -> ast.AST:
     return node
 
 
-def mutants_of(path: str) -> list[Mutant]:
-    tree = ast.parse((REPO / path).read_text())
+def mutants_of(path: str, source: str | None = None) -> list[Mutant]:
+    source = (REPO / path).read_text() if source is None else source
+    lines = source.splitlines()
+    tree = ast.parse(source)
     skipped = _skipped_nodes(tree)
+    scopes = _scopes(tree)
     found = []
-    for index, node in enumerate(ast.walk(tree)):
+    seen: dict[tuple[str, str, str], int] = {}
+    # Source order (line, column), so `#2` means the second on the line, whatever ast.walk's order.
+    for index, node in sorted(enumerate(ast.walk(tree)),
+                              key=lambda pair: (getattr(pair[1], "lineno", 0), getattr(pair[1], "col_offset", 0))):
         if id(node) in skipped:
             continue
+        line = getattr(node, "lineno", 0)
+        text = lines[line - 1].strip() if line else ""
+        scope = scopes.get(id(node), "")
         for variant, description in enumerate(_variants(node)):
-            found.append(Mutant(path, index, type(node).__name__, variant, getattr(node, "lineno", 0),
-                                getattr(node, "col_offset", 0), description))
-    return found
+            occurrence = seen.get((scope, text, description), 0)
+            seen[(scope, text, description)] = occurrence + 1
+            found.append(Mutant(path, index, type(node).__name__, variant, line, getattr(node, "col_offset", 0),
+                                description, scope, text, occurrence))
+    return sorted(found, key=lambda mutant: (mutant.index, mutant.variant))
+
+
+def _scopes(tree: ast.AST) -> dict[int, str]:
+    """id(node) -> the dotted name of the class/function it is in."""
+    scopes: dict[int, str] = {}
+
+    def visit(node: ast.AST, scope: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = scope
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = f"{scope}.{child.name}" if scope else child.name
+            scopes[id(child)] = inner if not isinstance(child, ast.ClassDef) else scope
+            visit(child, inner)
+
+    visit(tree, "")
+    return scopes
 
 
 def mutated_source(original: str, mutant: Mutant) -> str:
@@ -320,18 +358,19 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown module(s) {', '.join(unknown)}; choose from {', '.join(MODULES)}")
     equivalent = equivalent_keys()
-    # An entry whose line moved names no mutant any more: said, so the list is kept true.
+    # An entry whose line or function changed names no mutant any more: said, so the list is kept true.
     chosen_paths = {path for name in chosen for path in MODULES[name][0]}
     keys = {mutant.key for path in chosen_paths for mutant in mutants_of(path)}
     for key in sorted(key for key in equivalent if key.split(":")[0] in chosen_paths and key not in keys):
-        print(f"stale in {EQUIVALENT_FILE.name} (no such mutant; its line moved?): {key}", file=sys.stderr)
+        print(f"stale in {EQUIVALENT_FILE.name} (no such mutant: its line or function changed; re-judge it): {key}",
+              file=sys.stderr)
     if args.list:
         for name in chosen:
             for path in MODULES[name][0]:
                 for mutant in mutants_of(path):
                     if args.only and args.only not in mutant.key:
                         continue
-                    print(mutant.key + ("   [equivalent]" if mutant.key in equivalent else ""))
+                    print(f"{mutant.where}  {mutant.key}" + ("   [equivalent]" if mutant.key in equivalent else ""))
         return 0
 
     signal.signal(signal.SIGTERM, _stop)
@@ -371,12 +410,12 @@ def main() -> int:
                         except (AssertionError, IndexError, TypeError):
                             continue  # not expressible as code: no mutant
                         passed, seconds = run_tests(copy_root, tests, timeout, caches / f"{name}-{number}")
-                        print(f"  [{path} #{number}] {'survived' if passed else 'killed'} in {seconds:.0f} s",
+                        print(f"  [{mutant.where} #{number}] {'survived' if passed else 'killed'} in {seconds:.0f} s",
                               file=sys.stderr, flush=True)
                         module_total += 1
                         if passed:
                             survivors.append(mutant.key)
-                            print(f"  survived: {mutant.key}", flush=True)
+                            print(f"  survived ({mutant.where}): {mutant.key}", flush=True)
                         else:
                             module_killed += 1
                 finally:

@@ -35,6 +35,10 @@ def test_whole_body_lands_in_the_part_with_its_hash(server, session, part):
     assert part.read_bytes() == body
     assert (result.sha256, result.size, result.resumed_from, result.bytes_received) == (sha256(body), SIZE, 0, SIZE)
     assert (result.etag, result.validator, result.content_type) == ('"v1"', '"v1"', "image/jpeg")
+    # What the archive keeps of the answer (the ledger's media_response): the headers it sent, no
+    # Last-Modified key for a header it did not send.
+    assert result.date and result.response_said() == {"status": 200, "content_type": "image/jpeg", "etag": '"v1"',
+                                                      "date": result.date}
 
 
 @pytest.mark.parametrize("cut_at", [1, 1000, 256 * 1024, 256 * 1024 + 1, 500_000, SIZE - 1])
@@ -91,6 +95,8 @@ def test_last_modified_is_the_validator_when_there_is_no_strong_etag(server, ses
     assert validator == stamp
     assert server.requests_to("/v.mp4")[1].headers["If-Range"] == stamp
     assert result.resumed_from == 1000 and result.sha256 == sha256(body)
+    said = result.response_said()
+    assert (said["status"], said["etag"], said["last_modified"]) == (206, 'W/"weak"', stamp)
 
 
 def test_no_validator_means_no_resume(server, session, part):
@@ -115,6 +121,7 @@ def test_416_on_a_complete_part_is_success_without_a_body(server, session, part)
 
     assert server.requests_to("/v.mp4")[0].status == 416
     assert result.sha256 == sha256(body) and result.bytes_received == 0 and result.size == SIZE
+    assert result.response_said()["status"] == 416  # the answer that proved the part whole
 
 
 def test_416_on_a_part_longer_than_the_file_restarts(server, session, part):

@@ -182,3 +182,13 @@ def test_a_kept_alive_connection_is_checked_again_for_the_next_allowlist(server,
         fetch(session, url, part.with_name("other.part"), ("*",))
     assert caught.value.error_class is ErrorClass.DISALLOWED_URL
     assert len(server.requests_to("/a.jpg")) == 1
+
+
+def test_a_kept_alive_connection_stays_usable_under_another_policy_listing_its_name(server, session, part,
+                                                                                  rebinding_name):
+    # Each run builds its own policy object: a connection kept from the last run is judged
+    # again by the new one, by its host name (listed here), not refused as a bare address.
+    url = server.route("/a.jpg", Reply(JPEG, content_type="image/jpeg")).replace("127.0.0.1", rebinding_name)
+    fetch(session, url, part, (f"{rebinding_name}:*",))
+    assert fetch(session, url, part.with_name("other.part"), (f"{rebinding_name}:*",)).size == len(JPEG)
+    assert len(server.requests_to("/a.jpg")) == 2

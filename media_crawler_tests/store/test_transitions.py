@@ -1,6 +1,6 @@
 """Each ledger transition writes what its docstring says, read back from a real ledger row:
 the failure's class, platform code, message (bounded) and time; the bad-bytes limit's exact
-edge; when an item was verified, committed or handed back."""
+edge; when an item was verified, committed or handed back; what the media response said."""
 from __future__ import annotations
 
 import sqlite3
@@ -11,7 +11,7 @@ from media_crawler import errors
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.models import MediaRecord
 from media_crawler.store.ledger import Ledger
-from media_crawler.store.transitions import Committed, FailedAttempt, HandedBack, Verified
+from media_crawler.store.transitions import Committed, Downloaded, FailedAttempt, HandedBack, Verified
 
 
 @pytest.fixture
@@ -53,3 +53,16 @@ def test_verified_committed_and_handed_back_record_when(ledger_and_row):
     halted = CrawlError(ErrorClass.AUTH, "login wall")
     assert ledger_and_row(HandedBack(halted, at=13.0), "state", "wait_reason", "wait_since", "wait_cause") == (
         "discovered", "platform_halted", 13.0, "auth")
+
+
+def test_a_download_keeps_what_the_response_said_as_sorted_bounded_json(ledger_and_row):
+    # The archive's response record is read from this column after compaction: one text per
+    # response (keys sorted), numbers kept, and a hostile server's header cut to 300 characters.
+    said = {"status": 200, "etag": '"v1"', "content_type": "image/jpeg", "date": "x" * 5000}
+    downloaded = Downloaded(sha256="ab" * 32, size=3, etag='"v1"', started_at=1.0, attempts=1, response=said)
+    state, media_response = ledger_and_row(downloaded, "state", "media_response")
+    assert state == "downloaded"
+    assert media_response == ('{"content_type": "image/jpeg", "date": "' + "x" * 300 + '", "etag": "\\"v1\\"", '
+                              '"status": 200}')
+    no_answer = Downloaded(sha256="ab" * 32, size=3, etag=None, started_at=1.0, attempts=1)
+    assert ledger_and_row(no_answer, "media_response") == (None,)
