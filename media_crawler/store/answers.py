@@ -11,13 +11,11 @@ import json
 from dataclasses import dataclass
 from typing import Iterator
 
-from sqlalchemy import and_, or_, select
-
 from media_crawler.store import schema
 from media_crawler.store.ledger import Ledger
+from media_crawler.store.time_pages import rows_by_time
 
 A = schema.api_answers
-PAGE_ROWS = 1000
 
 
 @dataclass(frozen=True)
@@ -44,24 +42,8 @@ def kept_answers(ledger: Ledger, *, since: float | None = None, until: float | N
                  platform: str | None = None) -> Iterator[KeptAnswer]:
     """The kept answers fetched in [since, until) (of `platform`), oldest first, streamed a
     page per transaction (as reports/reads.py `committed_rows`, and for the same reason)."""
-    query = select(A).order_by(A.c.fetched_at, A.c.id).limit(PAGE_ROWS)
-    if since is not None:
-        query = query.where(A.c.fetched_at >= since)
-    if until is not None:
-        query = query.where(A.c.fetched_at < until)
-    if platform:
-        query = query.where(A.c.platform == platform)
-    after: tuple[float, int] | None = None
-    while True:
-        page = query if after is None else query.where(
-            or_(A.c.fetched_at > after[0], and_(A.c.fetched_at == after[0], A.c.id > after[1])))
-        with ledger.engine.connect() as conn:
-            rows = conn.execute(page).all()
-        for row in rows:
-            yield KeptAnswer(platform=row.platform, url=row.url, fetched_at=row.fetched_at, status=row.status,
-                             reason=row.reason, headers=tuple((str(n), str(v)) for n, v in json.loads(row.headers)),
-                             sha256=row.sha256, size=row.size)
-        if len(rows) < PAGE_ROWS:
-            return
-        after = (rows[-1].fetched_at, rows[-1].id)
+    for row in rows_by_time(ledger.engine, A, A.c.fetched_at, since=since, until=until, platform=platform):
+        yield KeptAnswer(platform=row.platform, url=row.url, fetched_at=row.fetched_at, status=row.status,
+                         reason=row.reason, headers=tuple((str(n), str(v)) for n, v in json.loads(row.headers)),
+                         sha256=row.sha256, size=row.size)
 

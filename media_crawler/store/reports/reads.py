@@ -11,17 +11,15 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from sqlalchemy import and_, func, or_, select, text
+from sqlalchemy import func, select, text
 
 from media_crawler.store.ledger import COMMITTED, FAILED, GONE, RETRY_WAIT, Ledger, T
 from media_crawler.store.schema import UNFINISHED_PREDICATE
+from media_crawler.store.time_pages import rows_by_time
 
 # Named, not "not finished" (schema.UNFINISHED_PREDICATE): an IN list over the few
 # unfinished states can use an index, where NOT IN reads every row of a million-row
 # ledger on each sensor tick.
-
-# Rows a streamed read takes per transaction.
-PAGE_ROWS = 1000
 
 
 def unfinished_partition_counts(ledger: Ledger) -> list[tuple[str, str, int]]:
@@ -67,26 +65,10 @@ def committed_rows(ledger: Ledger, *, since: float | None = None, until: float |
     writing meanwhile would wait for the export's end)."""
     # By the committed_at index alone: with the state in the query SQLite would take the
     # state index and sort every committed row for each page. The few rows that left the
-    # committed state after their commit (re-queued by reconcile) are dropped below.
-    query = select(T).where(T.c.committed_at.is_not(None)).order_by(T.c.committed_at, T.c.id).limit(PAGE_ROWS)
-    if since is not None:
-        query = query.where(T.c.committed_at >= since)
-    if until is not None:
-        query = query.where(T.c.committed_at < until)
-    if platform:
-        query = query.where(T.c.platform == platform)
-    after: tuple[float, int] | None = None
-    while True:
-        page = query if after is None else query.where(
-            or_(T.c.committed_at > after[0], and_(T.c.committed_at == after[0], T.c.id > after[1])))
-        with ledger.engine.connect() as conn:
-            rows = conn.execute(page).all()
-        for row in rows:
-            if row.state == COMMITTED:
-                yield _committed(row)
-        if len(rows) < PAGE_ROWS:
-            return
-        after = (rows[-1].committed_at, rows[-1].id)
+    # committed state after their commit (re-queued by reconcile) are dropped here.
+    for row in rows_by_time(ledger.engine, T, T.c.committed_at, since=since, until=until, platform=platform):
+        if row.state == COMMITTED:
+            yield _committed(row)
 
 
 def first_commit_of(ledger: Ledger, sha256: str) -> CommittedRow | None:
