@@ -79,7 +79,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         T + "net/test_hostile_urls.py", T + "net/test_pinning.py", T + "download/test_http_safety.py"]),
     "platform_signals": (["media_crawler/store/reports/platform_signals.py"], HEALTH_TESTS),
     "platform_incidents": (["media_crawler/store/reports/platform_incidents.py"], HEALTH_TESTS),
-    "cas": (["media_crawler/store/cas.py"], [T + "store/test_cas.py", T + "store/test_cas_durability.py",
+    "cas": (["media_crawler/store/cas.py", "media_crawler/store/free_space.py"], [T + "store/test_cas.py", T + "store/test_cas_durability.py",
                                              T + "store/test_blob_store_protocol.py"]),
     "resume": (["media_crawler/download/fetcher.py", "media_crawler/download/writeback.py"], [
         T + "download/test_fetcher_resume.py", T + "download/test_resume_at_once.py",

@@ -20,7 +20,6 @@ import functools
 import hashlib
 import os
 import re
-import shutil
 import threading
 import time
 from contextlib import contextmanager
@@ -29,14 +28,12 @@ from typing import BinaryIO, Iterable, Iterator
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob, file_sha256
+from media_crawler.store.free_space import FreeSpace
 
 __all__ = ["CHUNK", "FilesystemBlobStore", "StoredBlob", "file_sha256", "storage_error"]
 
 BLOBS, STAGING, QUARANTINE = "sha256", "staging", "quarantine"
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-# Free space is read at most this often: a statfs per file is a system call
-# per item at thousands of items a second, and the guard keeps a margin anyway.
-FREE_SPACE_TTL_S = 0.5
 
 
 class FilesystemBlobStore(BlobStore):
@@ -44,7 +41,7 @@ class FilesystemBlobStore(BlobStore):
         self.root = Path(root)
         self.blobs = self.root / BLOBS
         self.staging = self.root / STAGING
-        self._free_space: tuple[float, int] = (float("-inf"), 0)  # (read at, bytes free)
+        self._free_space = FreeSpace(self.root)
         # Inside deferred_sync(): (folders whose entries changed, staged names to drop).
         # Download threads commit concurrently (fetch-urls), so the pair is swapped under a lock.
         self._deferred: tuple[set[Path], list[Path]] | None = None
@@ -271,13 +268,7 @@ class FilesystemBlobStore(BlobStore):
 
     def free_bytes(self) -> int:
         """Free bytes on the store's filesystem (read at most every FREE_SPACE_TTL_S)."""
-        now = time.monotonic()
-        read_at, free = self._free_space
-        if now - read_at >= FREE_SPACE_TTL_S:
-            probe = self.root if self.root.exists() else self.root.parent
-            free = shutil.disk_usage(probe).free
-            self._free_space = (now, free)
-        return free
+        return self._free_space.bytes()
 
 
 def storage_error(exc: OSError, doing: str) -> CrawlError:

@@ -33,6 +33,7 @@ from typing import BinaryIO, Iterable, Iterator
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob
+from media_crawler.store.free_space import FreeSpace
 from media_crawler.store.s3.client import Head, S3Client, S3Error, S3Unreachable, checksum_b64
 from media_crawler.store.s3.settings import BucketUri, connection_from_environment, parse_uri
 
@@ -43,7 +44,6 @@ MAX_PARTS = 10_000
 CONFLICT_ATTEMPTS = 4  # 409 ConditionalRequestConflict: a concurrent conditional write; start again
 SHA256_META = "sha256"
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-FREE_SPACE_TTL_S = 0.5
 
 
 class S3BlobStore(BlobStore):
@@ -53,7 +53,7 @@ class S3BlobStore(BlobStore):
         self.uri = uri
         self.local_root = Path(local_root)
         self.staging = self.local_root / STAGING
-        self._free_space: tuple[float, int] = (float("-inf"), 0)
+        self._free_space = FreeSpace(self.local_root)
 
     @classmethod
     def from_uri(cls, uri: str, local_root: str | os.PathLike) -> "S3BlobStore":
@@ -314,13 +314,7 @@ class S3BlobStore(BlobStore):
     # -- the local side ---------------------------------------------------------------
     def free_bytes(self) -> int:
         """Free bytes where staged files are written (the bucket has no such limit we can read)."""
-        now = time.monotonic()
-        read_at, free = self._free_space
-        if now - read_at >= FREE_SPACE_TTL_S:
-            probe = self.local_root if self.local_root.exists() else self.local_root.parent
-            free = shutil.disk_usage(probe).free
-            self._free_space = (now, free)
-        return free
+        return self._free_space.bytes()
 
     def probe_writable(self) -> str:
         """A local probe in the staging folder, then an object written and deleted in the bucket."""
