@@ -133,3 +133,17 @@ def file_sha256(path: str | os.PathLike) -> str:
     """The sha256 of a local file (a staged one: blobs are read through their store)."""
     with open(path, "rb") as stream:
         return stream_sha256(stream)
+
+
+def probe_local_folder(folder: Path, name: str) -> None:
+    """Write, fsync and delete `.health-<name>` in `folder` (made if missing): readiness of
+    the local disk a store stages on. Raises OSError when any step fails."""
+    folder.mkdir(parents=True, exist_ok=True)
+    probe = folder / f".health-{name}"
+    try:
+        with open(probe, "wb") as handle:
+            handle.write(b"ok")
+            handle.flush()
+            os.fsync(handle.fileno())
+    finally:
+        probe.unlink(missing_ok=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob, file_sha256
+from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob, file_sha256, probe_local_folder
 from media_crawler.store.free_space import FreeSpace
 
 __all__ = ["CHUNK", "FilesystemBlobStore", "StoredBlob", "file_sha256", "storage_error"]
@@ -255,15 +255,7 @@ class FilesystemBlobStore(BlobStore):
 
     def probe_writable(self) -> str:
         """In the staging folder: the filesystem blobs land on (a put links from there)."""
-        self.staging.mkdir(parents=True, exist_ok=True)
-        probe = self.staging / f".health-{os.getpid()}-{time.monotonic_ns()}"
-        try:
-            with open(probe, "wb") as handle:
-                handle.write(b"ok")
-                handle.flush()
-                os.fsync(handle.fileno())
-        finally:
-            probe.unlink(missing_ok=True)
+        probe_local_folder(self.staging, f"{os.getpid()}-{time.monotonic_ns()}")
         return str(self.staging)
 
     def free_bytes(self) -> int:

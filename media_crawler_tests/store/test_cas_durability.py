@@ -197,8 +197,11 @@ def test_a_failed_health_probe_says_why_it_failed(tmp_path, monkeypatch):
     def no_space(*_args, **_kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
+    import media_crawler.store.blob_store as blob_store
+
     store = FilesystemBlobStore(tmp_path).ensure()
-    monkeypatch.setattr(cas, "open", no_space, raising=False)  # the module's own open(): the probe's
+    # The probe's own open() (store/blob_store.py probe_local_folder), not every open in the process.
+    monkeypatch.setattr(blob_store, "open", no_space, raising=False)
     with pytest.raises(OSError) as info:
         store.probe_writable()
     assert info.value.errno == errno.ENOSPC

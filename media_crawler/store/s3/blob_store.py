@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob
+from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob, probe_local_folder
 from media_crawler.store.free_space import FreeSpace
 from media_crawler.store.s3.client import Head, S3Client, S3Error, S3Unreachable, checksum_b64
 from media_crawler.store.s3.settings import BucketUri, connection_from_environment, parse_uri
@@ -318,16 +318,8 @@ class S3BlobStore(BlobStore):
 
     def probe_writable(self) -> str:
         """A local probe in the staging folder, then an object written and deleted in the bucket."""
-        self.staging.mkdir(parents=True, exist_ok=True)
         name = f"{os.getpid()}-{time.monotonic_ns()}"
-        probe = self.staging / f".health-{name}"
-        try:
-            with open(probe, "wb") as handle:
-                handle.write(b"ok")
-                handle.flush()
-                os.fsync(handle.fileno())
-        finally:
-            probe.unlink(missing_ok=True)
+        probe_local_folder(self.staging, name)
         key = self._key(HEALTH, name)
         try:
             self.client.put_object(self.bucket, key, b"ok", hashlib.sha256(b"ok").digest())
