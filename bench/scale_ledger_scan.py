@@ -66,11 +66,11 @@ def main(argv: list[str] | None = None) -> int:
                                              "('committed','gone') group by source_key, day")):
                 plan = [row[0] for row in conn.execute(text(f"explain {sql}"))]
                 out[f"plan_{name}"] = plan[:4]
-    from bench.scale import _time_sensors
+    from bench.scale_sensors import time_sensors
 
     with tempfile.TemporaryDirectory(prefix="scale-1m-sensors-", dir="/tmp") as scratch:
         backend = "postgres" if url.startswith("postgresql") else "sqlite"
-        out["sensors"] = _time_sensors(Path(sources_yaml), Path(scratch), url, backend)
+        out["sensors"] = time_sensors(Path(sources_yaml), Path(scratch), url, backend)
     print(json.dumps(out, indent=1, default=str))
     return 0
 
