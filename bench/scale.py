@@ -138,6 +138,8 @@ EXTRA_ROWS = {"pg-100k-w4": dict(kind="daemon", world="100k", workers=4, shards=
                                      run_launcher="celery", shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
               "pg-10k-w4-r-cl": dict(kind="daemon", world="10k-2d", workers=4, code_server=True, shards_per_run=4,
                                      run_launcher="celery", shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
+              "pg-100k-w4-r-cl": dict(kind="daemon", world="100k-2d", workers=4, code_server=True, shards_per_run=4,
+                                      run_launcher="celery", shards=dict(bilibili=120, weibo=40, facebook=40, urls=40)),
               # Runs twice as long (~2,300 items, a minute of work at 4 threads): 1 day of 640 sources a
               # platform, 6 runs. Fewer runs than 4 workers can overlap twice: for the share, not for 4 vs 1.
               "pg-10k-w4-r1d": dict(kind="daemon", world="10k-1d", workers=4, code_server=True, shards_per_run=4,
