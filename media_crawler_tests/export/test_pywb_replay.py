@@ -70,6 +70,8 @@ class Replay:
         answer = requests.get(f"{self.base}/{COLLECTION}/{timestamp(epoch)}id_/{url}",
                               headers=headers, timeout=30, stream=True, allow_redirects=False)
         answer.body = answer.raw.read(decode_content=False)
+        # The bytes are what a client gets: nothing says they are to be decoded first.
+        assert "Content-Encoding" not in answer.headers, (url, answer.headers)
         return answer
 
 
