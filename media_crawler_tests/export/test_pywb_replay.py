@@ -31,12 +31,13 @@ from media_crawler.store.open_store import open_answer_store, open_blob_store
 from media_crawler.store.reports.reads import committed_rows
 from media_crawler_tests import services
 from media_crawler_tests.export.support import warc_records
+from media_crawler_tests.observe.promtool import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 # Where `make pywb` puts it; MEDIA_CRAWLER_PYWB_VENV names another.
 PYWB_VENV = Path(os.environ.get("MEDIA_CRAWLER_PYWB_VENV", REPO / ".venv-pywb"))
 COLLECTION = "crawl"
-START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 120.0  # a loaded 2-core CI machine has taken 11 s
 
 
 def pywb_bin(name: str) -> Path:
@@ -44,12 +45,6 @@ def pywb_bin(name: str) -> Path:
     if not os.access(path, os.X_OK):
         services.missing("pywb", f"pywb is not installed in {PYWB_VENV} (`make pywb` installs it there)")
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def timestamp(epoch: float) -> str:
