@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export MEDIA_CRAWLER_HOME ?= $(CURDIR)/var
 export DAGSTER_HOME ?= $(CURDIR)/var/dagster_home
 
-.PHONY: install demo test ui sim bench mutate clean
+.PHONY: install pywb demo test ui sim bench mutate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,19 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+## make pywb: pywb (pinned, .ci/pywb-requirements.txt) in a virtualenv of its own, .venv-pywb:
+## pywb pins redis 2.10, which cannot share .venv with the test extra. The replay test
+## (media_crawler_tests/export/test_pywb_replay.py) runs its wb-manager and wayback.
+PYWB_VENV := .venv-pywb
+PYWB_STAMP := $(PYWB_VENV)/.installed
+$(PYWB_STAMP): .ci/pywb-requirements.txt
+	test -x $(PYWB_VENV)/bin/python || $(PYTHON) -m venv $(PYWB_VENV)
+	$(PYWB_VENV)/bin/python -m pip install -q --disable-pip-version-check -r .ci/pywb-requirements.txt
+	$(PYWB_VENV)/bin/wayback --version >/dev/null
+	touch $(PYWB_STAMP)
+
+pywb: $(PYWB_STAMP)
 
 ## make demo: install, start the simulator, crawl it through Dagster into ./var, print a summary
 demo: install
