@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 
 from media_crawler.store import schema
 from media_crawler.store.ledger import Ledger
@@ -37,6 +37,15 @@ class KeptAnswer:
     headers: tuple[tuple[str, str], ...]
     sha256: str
     size: int
+    id: int = 0  # the row's, once recorded (0: not yet)
+
+
+@dataclass(frozen=True)
+class FirstCapture:
+    """Where and when an answer's bytes were first kept: what a revisit refers to."""
+    id: int
+    url: str
+    fetched_at: float
 
 
 def record_answer(ledger: Ledger, answer: KeptAnswer, still_stored: Callable[[], None] = lambda: None) -> None:
@@ -66,5 +75,17 @@ def kept_answers(ledger: Ledger, *, since: float | None = None, until: float | N
     for row in rows_by_time(ledger.engine, A, A.c.fetched_at, since=since, until=until, platform=platform):
         yield KeptAnswer(platform=row.platform, url=row.url, fetched_at=row.fetched_at, status=row.status,
                          reason=row.reason, headers=tuple((str(n), str(v)) for n, v in json.loads(row.headers)),
-                         sha256=row.sha256, size=row.size)
+                         sha256=row.sha256, size=row.size, id=row.id)
+
+
+def first_answer_of(ledger: Ledger, sha256: str) -> FirstCapture | None:
+    """The kept answer that first held these bytes (by fetch time, then id): an archive's
+    original capture of them, every later one a revisit (as reports/reads.py
+    `first_commit_of` for media). After `compact --answers-older-than`, the first one kept."""
+    # Read by the sha256 index and picked in Python, for first_commit_of's reason: with an
+    # ORDER BY fetched_at SQLite may walk the fetched_at index instead.
+    query = select(A.c.id, A.c.url, A.c.fetched_at).where(A.c.sha256 == sha256)
+    with ledger.engine.connect() as conn:
+        first = min(conn.execute(query), key=lambda row: (row.fetched_at, row.id), default=None)
+    return None if first is None else FirstCapture(first.id, first.url, first.fetched_at)
 
