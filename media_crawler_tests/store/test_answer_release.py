@@ -236,3 +236,13 @@ def test_only_the_answer_release_deletes_blobs():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "release":
                 callers.add(path.relative_to(package).as_posix())
     assert callers == {"store/answer_release.py"}
+
+
+def test_a_bad_span_is_one_classified_line(tmp_path, monkeypatch, capsys):
+    from media_crawler.cli import main
+
+    monkeypatch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
+    config = _home(tmp_path)
+    assert main(["compact", "--config", str(config), "--answers-older-than", "ninety days"]) == 2
+    err = capsys.readouterr().err
+    assert "not a span: 'ninety days'" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
