@@ -106,5 +106,5 @@ def _wacz(args, config, ledger, store, since, until) -> int:
     counts = export_wacz(args.out, ledger, store, answers,
                          ExportScope(since=since, until=until, platform=args.platform))
     print(f"exported {counts.responses} items, {counts.revisits} revisits and {counts.answers} API answers "
-          f"to {args.out} ({counts.bytes} bytes)", file=sys.stderr)
+          f"({counts.answer_revisits} of them revisits) to {args.out} ({counts.bytes} bytes)", file=sys.stderr)
     return 0

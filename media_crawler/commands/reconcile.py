@@ -79,12 +79,13 @@ def _sqlite_file(url: str) -> Path | None:
 
 def run(args: argparse.Namespace) -> int:
     from media_crawler.recovery.reconcile import reconcile
-    from media_crawler.store.open_store import open_blob_store
+    from media_crawler.store.open_store import open_answer_store, open_blob_store
     from media_crawler.store.ledger import Ledger
 
     location, local_root, ledger_url = store_and_ledger(args)
     report = reconcile(Ledger(ledger_url), open_blob_store(location, local_root=local_root), repair=args.repair,
-                       verify_hashes=args.verify_hashes, part_grace_s=args.part_grace)
+                       verify_hashes=args.verify_hashes, part_grace_s=args.part_grace,
+                       answers=open_answer_store(location, local_root=local_root))
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     else:

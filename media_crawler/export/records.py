@@ -3,7 +3,10 @@
 - An API answer: a `response` record (the kept status line, headers and body, whose
   sha256 is the payload digest) and its `request` record (`WARC-Concurrent-To` the
   response). The request is the GET line and Host: the request's own headers carried
-  credentials and are not kept.
+  credentials and are not kept. The same bytes kept before (the first kept answer with
+  that sha256, by fetch time: an unchanged page walked again) make a `revisit` of the
+  identical-payload-digest profile instead of the response, with this fetch's status
+  line and headers and no body, referring to that first answer's URI and date.
 - A committed item: one `response` of status 200 whose payload is the verified blob,
   whatever answers brought its bytes (a download resumed over several 206 answers is
   one record), with what the completing response said (Content-Type, ETag,
@@ -25,7 +28,7 @@ from urllib.parse import urlsplit
 from media_crawler.export.warc import (
     HTTP_REQUEST_TYPE, HTTP_RESPONSE_TYPE, REVISIT_PROFILE, Record, http_head, record_id, sha256_digest, warc_date)
 from media_crawler.scrub import identity_url, scrub_url
-from media_crawler.store.answers import KeptAnswer
+from media_crawler.store.answers import FirstCapture, KeptAnswer
 from media_crawler.store.ledger import MUX_VARIANT
 from media_crawler.store.reports.reads import CommittedRow
 
@@ -44,25 +47,36 @@ class IndexEntry:
     digest: str
 
 
-def answer_records(answer: KeptAnswer, body: BinaryIO) -> tuple[Record, Record, IndexEntry]:
-    """The response and request records of a kept answer (body: its blob, open)."""
+def answer_records(answer: KeptAnswer, first: FirstCapture | None,
+                   open_body: Callable[[], BinaryIO]) -> tuple[Record, Record, IndexEntry]:
+    """The response (or revisit of `first`, the first answer of the same bytes, when that is
+    another row) and request records of a kept answer; open_body: its blob, opened."""
     date = warc_date(answer.fetched_at)
     digest = sha256_digest(answer.sha256)
-    response_id = record_id("response", answer.url, date, digest)
     head = http_head(f"HTTP/1.1 {answer.status} {answer.reason}".rstrip(),
                      [*answer.headers, ("Content-Length", str(answer.size))])
-    response = Record(headers=[
-        ("WARC-Type", "response"), ("WARC-Record-ID", response_id), ("WARC-Date", date),
-        ("WARC-Target-URI", answer.url), ("WARC-Payload-Digest", digest), ("Content-Type", HTTP_RESPONSE_TYPE),
-    ], head=head, payload=body, payload_length=answer.size)
+    mime = _mime(_header(answer.headers, "Content-Type") or OCTETS)
+    if first is not None and first.id != answer.id:
+        response_id = record_id("revisit", answer.url, date, digest)
+        response = Record(headers=[
+            ("WARC-Type", "revisit"), ("WARC-Record-ID", response_id), ("WARC-Date", date),
+            ("WARC-Target-URI", answer.url), ("WARC-Profile", REVISIT_PROFILE),
+            ("WARC-Refers-To-Target-URI", first.url), ("WARC-Refers-To-Date", warc_date(first.fetched_at)),
+            ("WARC-Payload-Digest", digest), ("Content-Type", HTTP_RESPONSE_TYPE),
+        ], head=head)
+        mime = "warc/revisit"
+    else:
+        response_id = record_id("response", answer.url, date, digest)
+        response = Record(headers=[
+            ("WARC-Type", "response"), ("WARC-Record-ID", response_id), ("WARC-Date", date),
+            ("WARC-Target-URI", answer.url), ("WARC-Payload-Digest", digest), ("Content-Type", HTTP_RESPONSE_TYPE),
+        ], head=head, payload=open_body(), payload_length=answer.size)
     request = Record(headers=[
         ("WARC-Type", "request"), ("WARC-Record-ID", record_id("request", answer.url, date, digest)),
         ("WARC-Date", date), ("WARC-Target-URI", answer.url), ("WARC-Concurrent-To", response_id),
         ("Content-Type", HTTP_REQUEST_TYPE),
     ], head=_request_head(answer.url))
-    entry = IndexEntry(answer.url, answer.fetched_at, _mime(_header(answer.headers, "Content-Type") or OCTETS),
-                       str(answer.status), digest)
-    return response, request, entry
+    return response, request, IndexEntry(answer.url, answer.fetched_at, mime, str(answer.status), digest)
 
 
 def _request_head(url: str) -> bytes:

@@ -17,6 +17,7 @@ the same ledger is the same bytes.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
 import json
@@ -34,7 +35,7 @@ from media_crawler.export.sorted_lines import SortedLines
 from media_crawler.export.surt import surt
 from media_crawler.export.warc import Record, WarcWriter, cdx_timestamp, record_id, warc_date
 from media_crawler.scrub import scrub_url
-from media_crawler.store.answers import KeptAnswer, kept_answers
+from media_crawler.store.answers import FirstCapture, KeptAnswer, first_answer_of, kept_answers
 from media_crawler.store.blob_store import BlobStore
 from media_crawler.store.ledger import Ledger
 from media_crawler.store.reports.reads import CommittedRow, committed_rows, first_commit_of
@@ -45,6 +46,7 @@ INDEX_NAME = "indexes/index.cdx"
 PAGES_NAME = "pages/pages.jsonl"
 PAGES_HEADER = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
 SOFTWARE = "media-crawler"
+FIRST_ANSWERS_REMEMBERED = 10_000
 ZIP_EPOCH = 315532800  # 1980-01-01: the earliest time a ZIP entry can carry
 
 
@@ -59,6 +61,7 @@ class ExportScope:
 @dataclass
 class ExportCounts:
     answers: int = 0
+    answer_revisits: int = 0  # of `answers`: a body kept before (an unchanged page walked again)
     responses: int = 0
     revisits: int = 0
     pages: int = 0
@@ -127,14 +130,32 @@ def export_wacz(out: str | os.PathLike, ledger: Ledger, media: BlobStore, answer
 def _write_warc(writer: WarcWriter, ledger: Ledger, media: BlobStore, answers: BlobStore, scope: ExportScope,
                 index: SortedLines, pages: SortedLines, counts: ExportCounts) -> None:
     writer.write(_warcinfo())
+    # The first answer of each body, remembered: an unchanged page walked every day is one
+    # sha256 for many answers (it does not change during an export: a compact releasing
+    # answers beside it may fail the export, see docs/EXPORT.md).
+    @functools.lru_cache(maxsize=FIRST_ANSWERS_REMEMBERED)
+    def first_answer(sha256: str) -> FirstCapture | None:
+        return first_answer_of(ledger, sha256)
+
     for _when, _kind, _order, thing in heapq.merge(_answers(ledger, scope), _items(ledger, scope)):
         if isinstance(thing, KeptAnswer):
-            with _opened(answers, thing.sha256, thing.url) as body:
-                response, request, entry = answer_records(thing, body)
+            answer: KeptAnswer = thing
+            bodies: list[BinaryIO] = []
+
+            def open_body() -> BinaryIO:
+                bodies.append(_opened(answers, answer.sha256, answer.url))
+                return bodies[-1]
+
+            try:
+                response, request, entry = answer_records(answer, first_answer(answer.sha256), open_body)
                 _index(index, entry, writer.write(response))
+            finally:
+                for stream in bodies:
+                    stream.close()
             writer.write(request)
             counts.answers += 1
-            counts.newest = max(counts.newest, thing.fetched_at)
+            counts.answer_revisits += entry.mime == "warc/revisit"
+            counts.newest = max(counts.newest, answer.fetched_at)
             continue
         row: CommittedRow = thing
         first = first_commit_of(ledger, row.sha256)

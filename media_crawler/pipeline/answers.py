@@ -16,7 +16,7 @@ Secrets are scrubbed before anything is stored, because a platform may echo them
   Transfer-Encoding, Content-Length, hop-by-hop ones) are dropped: the export writes the
   length of the kept body.
 
-An answer the store cannot take (a full disk) is logged as not kept (`answer_not_kept`)
+An answer the store cannot take (a full disk, an unreachable bucket) is logged as not kept (`answer_not_kept`)
 and the crawl goes on: the media matter more than the archive of how they were listed.
 """
 from __future__ import annotations
@@ -53,20 +53,26 @@ class AnswerKeeper:
         secrets = sorted({form for value in answer.secrets for form in encodings(value)}, key=len, reverse=True)
         body = mask_secrets_in_bytes(answer.body, secrets)
         sha256 = hashlib.sha256(body).hexdigest()
-        if not self.store.exists(sha256):  # the usual repeat (an unchanged page) costs no write
-            try:
+
+        def stored() -> None:
+            if not self.store.exists(sha256):  # the usual repeat (an unchanged page) costs no write
                 self.store.put_stream_if_absent(io.BytesIO(body), sha256)
-            except CrawlError as error:
-                # The crawl goes on without this answer (its media matter more than the
-                # archive of how they were listed); the line says which one was not kept.
-                log_item(stage="fetch", platform=answer.platform, canonical_url=scrub_url(answer.url, secrets),
-                         outcome="skipped", reason="answer_not_kept", error_class=error.error_class.value,
-                         message=error.message)
-                return
-        record_answer(self.ledger, KeptAnswer(
+
+        kept = KeptAnswer(
             platform=answer.platform, url=scrub_url(answer.url, secrets), fetched_at=answer.fetched_at,
             status=answer.status, reason=scrub_text(answer.reason, secrets),
-            headers=kept_headers(answer.headers, secrets), sha256=sha256, size=len(body)))
+            headers=kept_headers(answer.headers, secrets), sha256=sha256, size=len(body))
+        try:
+            stored()
+            # Checked again inside the row's transaction: `compact --answers-older-than` may
+            # have released the blob since, no row naming it yet (store/answers.py).
+            record_answer(self.ledger, kept, still_stored=stored)
+        except CrawlError as error:
+            # The crawl goes on without this answer (its media matter more than the
+            # archive of how they were listed); the line says which one was not kept.
+            log_item(stage="fetch", platform=answer.platform, canonical_url=kept.url, outcome="skipped",
+                     reason="answer_not_kept", error_class=error.error_class.value, message=error.message)
+            return
         self._last.sha256 = sha256
 
 

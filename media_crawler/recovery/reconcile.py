@@ -19,12 +19,15 @@ What is checked (`kind` of each finding, and what `repair=True` does about it):
 | orphan_blob       | blob no row names                                     | kept (information)              |
 | stale_upload      | an object store's multipart upload never completed    | aborted (older than part_grace) |
 |                   | (a worker killed mid-put): invisible, but it costs    |                                 |
+| orphan_answer     | a blob of the answer store no answer row names (a     | removed (store/answer_release.py|
+|                   | compact or a crawl killed between its two steps)      | `sweep_unnamed`)                |
 
 A muxed MP4's row (variant `mux`) is deleted instead of re-queued: it was never
 downloaded, and the next commit stage muxes the group's tracks again.
 
-Nothing is deleted that cannot be obtained again: blobs are never removed
-(corrupt ones are quarantined, orphans kept), and a row only goes back to
+Nothing is deleted that cannot be obtained again: media blobs are never removed
+(corrupt ones are quarantined, orphans kept; an answer blob no row names is removed,
+since nothing can name it again: the archive reaches an answer through its row), and a row only goes back to
 `discovered`, from where the pipeline downloads it again. Repairs are
 conditional updates (the row must still be in the state that was observed),
 and .part files younger than `part_grace_s` are left alone, so a reconcile
@@ -43,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 
 from media_crawler.pipeline.leases import dead_owners, release_dead_leases
 from media_crawler.store import blob_rows
+from media_crawler.store.answer_release import sweep_unnamed, unnamed_answer_blobs
 from media_crawler.store.blob_rows import BlobRow
 from media_crawler.store.blob_store import BlobStore, UnfinishedUploads, rehash
 from media_crawler.store.ledger import COMMITTED, DOWNLOADED, FINISHED_STATES, VERIFIED, Ledger
@@ -88,8 +92,9 @@ _REQUEUE = ("-> discovered", "would re-queue (-> discovered)")
 
 class Reconciler:
     def __init__(self, ledger: Ledger, store: BlobStore, *, repair: bool = False, verify_hashes: bool = False,
-                 uncertain_leases: bool = False, part_grace_s: float = 300.0) -> None:
-        self.ledger, self.store, self.repair = ledger, store, repair
+                 uncertain_leases: bool = False, part_grace_s: float = 300.0,
+                 answers: BlobStore | None = None) -> None:
+        self.ledger, self.store, self.repair, self.answers = ledger, store, repair, answers
         self.verify_hashes, self.uncertain_leases, self.part_grace_s = verify_hashes, uncertain_leases, part_grace_s
         self.report = ReconcileReport(repaired=repair, hashes_verified=verify_hashes)
 
@@ -105,7 +110,18 @@ class Reconciler:
         referenced = {row.sha256 for row in rows.values() if row.sha256} | self._expected_hashes()
         for name in sorted(blobs - referenced):
             self._note("orphan_blob", name, "no ledger row names this blob", "kept", "kept")
+        self._answers()
         return self.report
+
+    def _answers(self) -> None:
+        """Answer blobs no answer row names (answers: the answer store, when given)."""
+        if self.answers is None:
+            return
+        for name in unnamed_answer_blobs(self.ledger, self.answers):
+            self._note("orphan_answer", self.answers.location(name), "no kept answer names this blob", "removed",
+                       "would remove")
+        if self.repair:
+            sweep_unnamed(self.ledger, self.answers)  # checked again, under the lock a keeper takes
 
     # -- leases -------------------------------------------------------------------
     def _leases(self) -> list[str]:

@@ -19,7 +19,8 @@ make bytes need files:
 The implementations are store/cas.py `FilesystemBlobStore` and store/s3/
 `S3BlobStore`; `open_blob_store` (store/open_store.py) is the one place that chooses.
 A store whose puts can leave invisible leftovers (multipart uploads) also keeps
-`UnfinishedUploads`, for reconcile.
+`UnfinishedUploads`, for reconcile; one whose blobs may be deleted keeps `ReleasableBlobs`
+(the answer store, for `compact --answers-older-than`: never the media store).
 """
 from __future__ import annotations
 
@@ -114,6 +115,20 @@ class UnfinishedUploads(Protocol):
 
     def abort_upload(self, where: str, upload_id: str) -> None:
         """Drop an unfinished upload (gone already: no error)."""
+
+
+@runtime_checkable
+class ReleasableBlobs(Protocol):
+    """Deleting a blob: for the answer store only (store/answer_release.py is the one caller,
+    media_crawler_tests/test_architecture.py checks it). Media blobs are never deleted: the
+    ledger's seen-set says an item is had for good, so a deleted media blob would be lost
+    without being fetched again (its signed URL expires, and `compact` releases it), and
+    committed rows, revisits and restores all name a media blob for as long as the ledger
+    lives. A kept answer is only a record of how the media were listed, named by its rows
+    alone: once no row names it, nothing can."""
+
+    def release(self, sha256: str) -> None:
+        """Delete blob `sha256` (gone already: no error)."""
 
 
 def stream_sha256(stream: BinaryIO) -> str:

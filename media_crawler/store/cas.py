@@ -138,6 +138,14 @@ class FilesystemBlobStore(BlobStore):
         self.path_for(sha256).rename(target)  # same filesystem: atomic, and the bytes are kept
         return str(target)
 
+    def release(self, sha256: str) -> None:
+        """ReleasableBlobs (the answer store only). Not fsynced: a deletion a power cut
+        undoes leaves a blob no row names, which the next sweep deletes again."""
+        try:
+            self.path_for(sha256).unlink(missing_ok=True)
+        except OSError as exc:
+            raise storage_error(exc, "release") from exc
+
     def put_stream_if_absent(self, stream: BinaryIO, sha256: str | None = None) -> StoredBlob:
         staged = self.staging_path(f"stream-{os.getpid()}-{time.monotonic_ns()}")
         stored = None

@@ -84,7 +84,8 @@ def reclaim_space(ledger: Ledger) -> None:
             raw.close()
         return
     with ledger.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.exec_driver_sql(f'VACUUM ANALYZE "{T.name}"')
+        for table in (T, schema.api_answers):  # the second: `--answers-older-than` deletes its rows
+            conn.exec_driver_sql(f'VACUUM ANALYZE "{table.name}"')
 
 
 def ledger_bytes(ledger: Ledger) -> int | None:

@@ -128,3 +128,18 @@ def test_sync_deferred_flushes_the_puts_so_far_and_the_block_goes_on_deferring(s
         assert [path.name for path in store.iter_parts()] == waits[1], "still deferring after a flush"
     assert len(list(store.iter_sha256s())) == 2 and list(store.iter_parts()) == []
     store.sync_deferred()  # outside the block: nothing to do
+
+
+def test_a_released_blob_is_gone_and_free_to_be_stored_again(store):
+    """ReleasableBlobs (the answer store's, store/answer_release.py): both stores delete."""
+    from media_crawler.store.blob_store import ReleasableBlobs
+
+    assert isinstance(store, ReleasableBlobs)
+    kept, released = (store.put_stream_if_absent(io.BytesIO(data)).sha256 for data in (b"kept", b"released"))
+    store.release(released)
+    assert not store.exists(released) and list(store.iter_sha256s()) == [kept]
+    with pytest.raises(FileNotFoundError):
+        store.open(released)
+    store.release(released)  # gone already: no error
+    assert store.put_stream_if_absent(io.BytesIO(b"released")).created
+    assert sorted(store.iter_sha256s()) == sorted([kept, released])

@@ -279,6 +279,14 @@ class S3BlobStore(BlobStore):
             raise self._error(exc, "quarantine") from None
         return f"s3://{self.bucket}/{target}"
 
+    def release(self, sha256: str) -> None:
+        """ReleasableBlobs (the answer store only): DeleteObject, which answers 204 whether
+        or not the object was there."""
+        try:
+            self.client.delete_object(self.bucket, self.key_for(sha256))
+        except (S3Error, S3Unreachable) as exc:
+            raise self._error(exc, "release") from None
+
     @contextmanager
     def deferred_sync(self):
         """An upload is durable when the server confirms it: nothing to defer."""
