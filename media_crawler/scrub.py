@@ -261,6 +261,14 @@ def identity_url(url: str, signature_params: Iterable[str] = ()) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "&".join(kept), parts.fragment))
 
 
+def archive_uri(url: str) -> str:
+    """The URI an archive files what `url` served under: scrubbed, without signature
+    parameters (they expire, and some are secrets). One function, because the export
+    computes it from a row's media URL and compaction keeps it when it releases that URL:
+    both must spell it the same, or a later export files the item elsewhere."""
+    return identity_url(scrub_url(url))
+
+
 def _signs(pair: str, signature_params: Iterable[str]) -> bool:
     name = unquote_plus(pair.split("=", 1)[0])
     return is_secret_param(name) or is_signature_param(name, signature_params)

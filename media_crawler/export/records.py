@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from media_crawler.export.warc import (
     HTTP_REQUEST_TYPE, HTTP_RESPONSE_TYPE, REVISIT_PROFILE, Record, http_head, record_id, sha256_digest, warc_date)
-from media_crawler.scrub import identity_url, scrub_url
+from media_crawler.scrub import archive_uri
 from media_crawler.store.answers import FirstCapture, KeptAnswer
 from media_crawler.store.ledger import MUX_VARIANT
 from media_crawler.store.reports.reads import CommittedRow
@@ -86,11 +86,13 @@ def _request_head(url: str) -> bytes:
 
 
 def item_uri(row: CommittedRow) -> str:
-    """The URI the archive files an item under: its media URL, scrubbed and without
-    signature parameters (they expire, and some are secrets), else its canonical URL."""
+    """The URI the archive files an item under: its media URL's archive_uri, or the one
+    compaction kept when it released that URL (media_response's `uri`), else (committed
+    without a download of its own) its canonical URL."""
     if row.media_url:
-        return identity_url(scrub_url(row.media_url))
-    return row.canonical_url
+        return archive_uri(row.media_url)
+    kept = (row.media_response or {}).get("uri")
+    return str(kept) if kept else row.canonical_url
 
 
 def item_date(row: CommittedRow) -> float:

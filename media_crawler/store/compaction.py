@@ -3,8 +3,9 @@
 Kept forever, per finished row (committed or gone): the identity (platform,
 item_id, variant) and state, which are the seen-set that stops re-downloads;
 the manifest (`export`): kind, canonical URL, sha256, size, group, source, day,
-publication and commit times, the platform's metadata; the error class of a gone
-row, and the stage timestamps the delay histograms are made from.
+publication and commit times, the platform's metadata, what the completing media
+response said and the URI the archive files the item under (media_response, its
+`uri` written when the media URL is released); the error class of a gone row, and the stage timestamps the delay histograms are made from.
 
 Compactable: what only an unfinished item needs. Its signed media URL and backup
 URLs (the largest columns: a feed walk hands out fresh ones whenever the item
@@ -19,10 +20,12 @@ of its partition does that first.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
-from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, or_, select, update
 
+from media_crawler.scrub import archive_uri
 from media_crawler.store import schema
 from media_crawler.store.ledger import COMMITTED, GONE, Ledger
 
@@ -57,16 +60,37 @@ def compact(ledger: Ledger, *, before: float, dry_run: bool = False) -> Compacti
             return done
     while True:  # in batches: a big ledger is compacted without one huge transaction
         with ledger.engine.begin() as conn:
-            ids = [row[0] for row in conn.execute(select(T.c.id).where(finished_before, not_yet).limit(BATCH))]
-            if not ids:
+            rows = conn.execute(select(T.c.id, T.c.media_url, T.c.media_response)
+                                .where(finished_before, not_yet).limit(BATCH)).all()
+            if not rows:
                 break
+            # The URI the archive files the item under outlives its media URL: a later export
+            # must file (and refer a revisit to) the item where an earlier one did.
+            kept_uris = [{"row_id": row.id, "said": _said_with_uri(row.media_response, row.media_url)}
+                         for row in rows if row.media_url]
+            if kept_uris:
+                conn.execute(update(T).where(T.c.id == bindparam("row_id"), finished_before)
+                             .values(media_response=bindparam("said")), kept_uris)
             # Guarded again on the state: a row re-queued meanwhile keeps its URL.
-            done.rows += conn.execute(update(T).where(T.c.id.in_(ids), finished_before).values(**RELEASED)).rowcount
+            done.rows += conn.execute(update(T).where(T.c.id.in_([row.id for row in rows]), finished_before)
+                                      .values(**RELEASED)).rowcount
     with ledger.engine.begin() as conn:
         done.feed_error_bodies = conn.execute(update(F).where(F.c.resolved_at < before, F.c.raw_body.is_not(None))
                                               .values(raw_body=None)).rowcount
         done.feed_walk_markers = conn.execute(delete(D).where(D.c.feed_done_at < before)).rowcount
     return done
+
+
+def _said_with_uri(said: str | None, media_url: str) -> str:
+    """media_response's JSON with the archive's URI of `media_url` added."""
+    try:
+        values = json.loads(said) if said else {}
+    except ValueError:
+        values = {}
+    if not isinstance(values, dict):
+        values = {}
+    values["uri"] = archive_uri(media_url)
+    return json.dumps(values, sort_keys=True)
 
 
 def reclaim_space(ledger: Ledger) -> None:

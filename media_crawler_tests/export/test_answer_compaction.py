@@ -104,6 +104,8 @@ def test_compacted_answers_leave_a_whole_archive_and_less_volume(walked_twice, c
     assert status == {"urls": {"answers": 3, "bytes": sum(row[3] for row in answers)}}
     assert 'media_crawler_api_answers_kept{platform="urls"} 3.0' in scraped
 
+    filed_before = _item_uris(_export(walked_twice, tmp_path / "before.wacz"))
+
     capsys.readouterr()
     assert main(["compact", "--config", str(walked_twice), "--older-than", "0s", "--answers-older-than", "30d"]) == 0
     said = capsys.readouterr().out
@@ -118,8 +120,8 @@ def test_compacted_answers_leave_a_whole_archive_and_less_volume(walked_twice, c
 
     # What each media response said is kept: in the ledger and in the archive.
     assert _rows(crawl_home, "SELECT media_url FROM mc_tasks WHERE media_url != ''") == [], "compacted"
-    assert _rows(crawl_home, "SELECT id, media_response FROM mc_tasks WHERE state = 'committed' "
-                             "ORDER BY id") == said_before
+    said_after = _rows(crawl_home, "SELECT id, media_response FROM mc_tasks WHERE state = 'committed' ORDER BY id")
+    assert [(row_id, _without_uri(said)) for row_id, said in said_after] == said_before
     for _id, response in said_before:
         response = json.loads(response)
         assert response["status"] == 200 and response["content_type"]
@@ -133,3 +135,20 @@ def test_compacted_answers_leave_a_whole_archive_and_less_volume(walked_twice, c
     etags = {json.loads(response)["etag"] for _id, response in said_before}
     assert items and {r["http"].get("ETag") for r in items} == etags
     assert all(r["http"].get("Last-Modified") and r["http"].get("Date") for r in items)
+    # Filed where the export before the compaction filed them (the media URLs are gone from
+    # the ledger), not under the canonical URL whose #fragment replay drops.
+    assert _item_uris(records) == filed_before
+    assert not any("#" in uri for uri, _digest in filed_before)
+
+
+def _item_uris(records: list[dict]) -> list[tuple[str, str]]:
+    """(target URI, payload digest) of every media record, answers left out."""
+    answers = {id(r) for r in _answer_records(records)}
+    return sorted((r["headers"]["WARC-Target-URI"], r["headers"]["WARC-Payload-Digest"]) for r in records
+                  if r["type"] in ("response", "revisit") and id(r) not in answers)
+
+
+def _without_uri(said: str) -> str:
+    values = json.loads(said)
+    assert values.pop("uri").startswith("http"), "compaction keeps the archive's URI"
+    return json.dumps(values, sort_keys=True)
