@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections import Counter
 
 import pytest
 import yaml
@@ -15,12 +16,12 @@ from media_crawler.platforms.registry import parse_source
 from media_crawler.shards import RANGE_END_TAG, RANGE_START_TAG, partitions_of_run, range_tags, run_ranges
 from media_crawler_sim import Simulator
 from media_crawler_sim.scale import WorldSize
+from media_crawler_sim.scale.lazy import LazyMap
 
 SHARDS = 32
 PER_RUN = 4
 # One post with one part a day per uploader: the cheapest world that has work in every shard.
 TINY = WorldSize(bilibili_users=300, weibo_users=0, facebook_pages=0, url_lists=0, posts_per_day=1, media_per_post=1)
-MISSING_MID = 999_999_999  # no such uploader in the generated world: its feed fails (-404)
 
 
 def one_source_a_shard(entries: list[dict], layout) -> list[dict]:
@@ -48,6 +49,48 @@ def test_a_run_holds_consecutive_shards_of_one_platform_and_steps_only_over_shar
     across = {RANGE_START_TAG: "2026-11-25|bilibili-s09", RANGE_END_TAG: "2026-11-26|weibo-s00"}
     assert partitions_of_run(across, layout.shard_keys()) == [
         "2026-11-25|bilibili-s09", "2026-11-25|weibo-s00", "2026-11-26|bilibili-s09", "2026-11-26|weibo-s00"]
+
+
+STAGES = ("media_records", "media_downloads", "verified_media", "committed_media")
+
+
+def materializations_by_partition(instance) -> Counter:
+    """(stage, partition) -> how many materializations Dagster recorded."""
+    return Counter((stage, str(record.partition_key)) for stage in STAGES
+                   for record in instance.fetch_materializations(AssetKey(stage), limit=10_000).records)
+
+
+def media_paths(sim) -> dict[str, int]:
+    """Media requests the simulator answered, by path."""
+    return {path: entry["requests"] for path, entry in sim.app.stats.snapshot()["by_path"].items()
+            if path.startswith("/media/")}
+
+
+def what_reports_say(config_path, instance) -> dict:
+    """What `failures`, `status` and `health --ready` tell the operator: failures' and health's documents as
+    text (they would name a source), status's unresolved feed errors (it counts them by platform and class)."""
+    import json
+    import time
+
+    from media_crawler.observe.health import ready
+    from media_crawler.observe.status import build_status
+    from media_crawler.store.ledger import Ledger
+    from media_crawler.store.reports.failures import failure_report
+
+    config = load_config(config_path)
+    engine = Ledger(config.ledger_url).engine
+    now = time.time()
+    status = build_status(engine, config, now, instance=instance)
+    health = ready(engine, config, now)
+    return {"failures": json.dumps(failure_report(engine, now=now).as_json()),
+            "feed_errors": status["feed_errors_unresolved"],
+            "health": json.dumps(health.as_json()), "health_ok": health.ok}
+
+
+def hiding(users: LazyMap, source: str) -> LazyMap:
+    """The simulated platform's uploaders without the one `source` names ("user <mid>")."""
+    hidden = int(source.split()[-1])
+    return LazyMap(lambda mid: None if mid == hidden else users.get(mid), lambda: iter(users), len(users))
 
 
 @pytest.fixture
@@ -85,7 +128,7 @@ def date_of(day: str):
     return date.fromisoformat(day)
 
 
-def test_one_day_of_32_shards_is_crawled_in_at_most_8_runs_and_a_failing_source_reds_only_its_partition(
+def test_32_shards_in_at_most_8_runs_a_failing_source_reds_only_its_partition_and_once_fixed_only_it_reruns(
         crawl_home, instance, monkeypatch):
     partitions = {"shards": {"bilibili": SHARDS}, "shards_per_run": PER_RUN}
     layout = config_from_dict({"partitions": partitions}).layout
@@ -93,10 +136,13 @@ def test_one_day_of_32_shards_is_crawled_in_at_most_8_runs_and_a_failing_source_
         [day] = sim.truth()["days"]
         path = sim.write_sources(crawl_home.parent / "world.yaml")
         data = yaml.safe_load(path.read_text())
-        broken = {"bilibili": f"user {MISSING_MID}"}
+        healthy = one_source_a_shard(data["sources"], layout)
+        # A second uploader in a shard after the scheduled run's range: the source made to fail.
+        broken = next(entry for entry in data["sources"] if entry not in healthy and
+                      layout.shard_of(parse_source("bilibili", entry["bilibili"]).key) >= f"bilibili-s{PER_RUN:02d}")
         broken_key = parse_source("bilibili", broken["bilibili"]).key
         broken_shard = layout.shard_of(broken_key)
-        data["sources"] = [*one_source_a_shard(data["sources"], layout), broken]
+        data["sources"] = [*healthy, broken]
         for settings in data["platforms"].values():
             settings.update(rate=1000, burst=1000)
         data.update(partitions=partitions, store=str(crawl_home / "store"),
@@ -105,69 +151,104 @@ def test_one_day_of_32_shards_is_crawled_in_at_most_8_runs_and_a_failing_source_
         config_path = crawl_home / "sources.yaml"
         config_path.write_text(yaml.safe_dump(data))
 
-        outcome = crawl(config_path, [day], instance=instance)
-        scheduled = schedule_then_launch_one(config_path, day, instance, monkeypatch)
+        with monkeypatch.context() as fault:
+            # The platform answers "no such uploader" for the broken source (-404) until the fault is lifted.
+            fault.setattr(sim.app.world, "bilibili_users", hiding(sim.app.world.bilibili_users, broken["bilibili"]))
+            outcome = crawl(config_path, [day], instance=instance)
+            scheduled = schedule_then_launch_one(config_path, day, instance, monkeypatch)
 
-    # The schedule asks for the same runs; one of them, run through the crawl job, commits its range.
-    requests, first, result = scheduled
-    assert len(requests) == SHARDS // PER_RUN and all(r.partition_key is None for r in requests)
-    assert sorted(k for r in requests for k in partitions_of_run(r.tags)) == sorted(
-        f"{day}|{shard}" for shard in layout.shard_keys() if shard.startswith("bilibili-"))
-    assert all(r.tags["media_crawler/platform"] == "bilibili" for r in requests)
-    assert result.success
-    assert sorted(str(m.partition) for m in result.asset_materializations_for_node("committed_media")) == \
-        partitions_of_run(first.tags)
-    # The checks ran once for the run and say which partition each count is of.
-    checks = {e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data
-              for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
-    assert set(checks) == {"committed_media_hashes_match", "committed_media_nothing_gone"}
-    for check in checks.values():
-        assert check.passed and sorted(check.metadata["by_partition"].value) == partitions_of_run(first.tags)
-    scheduled_run = result.run_id
+        # The schedule asks for the same runs; one of them, run through the crawl job, commits its range.
+        requests, first, result = scheduled
+        assert len(requests) == SHARDS // PER_RUN and all(r.partition_key is None for r in requests)
+        assert sorted(k for r in requests for k in partitions_of_run(r.tags)) == sorted(
+            f"{day}|{shard}" for shard in layout.shard_keys() if shard.startswith("bilibili-"))
+        assert all(r.tags["media_crawler/platform"] == "bilibili" for r in requests)
+        assert result.success
+        assert sorted(str(m.partition) for m in result.asset_materializations_for_node("committed_media")) == \
+            partitions_of_run(first.tags)
+        # The checks ran once for the run and say which partition each count is of.
+        checks = {e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data
+                  for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+        assert set(checks) == {"committed_media_hashes_match", "committed_media_nothing_gone"}
+        for check in checks.values():
+            assert check.passed and sorted(check.metadata["by_partition"].value) == partitions_of_run(first.tags)
+        scheduled_run = result.run_id
 
-    runs = [record.dagster_run for record in instance.get_run_records(RunsFilter()) if record.dagster_run.run_id
-            != scheduled_run]
-    assert len(runs) <= SHARDS // PER_RUN, f"{len(runs)} runs for {SHARDS} partitions"
-    covered = [key for run in runs for key in partitions_of_run(run.tags)]
-    assert sorted(covered) == sorted(f"{day}|{shard}" for shard in layout.shard_keys()
-                                     if shard.startswith("bilibili-")), "each partition in exactly one run"
+        runs = [record.dagster_run for record in instance.get_run_records(RunsFilter()) if record.dagster_run.run_id
+                != scheduled_run]
+        assert len(runs) <= SHARDS // PER_RUN, f"{len(runs)} runs for {SHARDS} partitions"
+        covered = [key for run in runs for key in partitions_of_run(run.tags)]
+        assert sorted(covered) == sorted(f"{day}|{shard}" for shard in layout.shard_keys()
+                                         if shard.startswith("bilibili-")), "each partition in exactly one run"
 
-    # Every partition was worked and reported on its own; only the broken source's is red.
-    assert len(outcome.partitions) == SHARDS
-    failed = {partition.shard: partition for partition in outcome.partitions if not partition.success}
-    assert set(failed) == {broken_shard}, {shard: p.error for shard, p in failed.items()}
-    assert broken_key in failed[broken_shard].error and broken_shard in failed[broken_shard].error
-    [failed_run] = [run for run in runs if run.status == DagsterRunStatus.FAILURE]
-    assert len(partitions_of_run(failed_run.tags)) > 1, "the broken partition shared its run with healthy ones"
+        # Every partition was worked and reported on its own; only the broken source's is red.
+        assert len(outcome.partitions) == SHARDS
+        failed = {partition.shard: partition for partition in outcome.partitions if not partition.success}
+        assert set(failed) == {broken_shard}, {shard: p.error for shard, p in failed.items()}
+        assert broken_key in failed[broken_shard].error and broken_shard in failed[broken_shard].error
+        [failed_run] = [run for run in runs if run.status == DagsterRunStatus.FAILURE]
+        assert len(partitions_of_run(failed_run.tags)) > 1, "the broken partition shared its run with healthy ones"
 
-    # Dagster's own record agrees: every partition of the day materialized but that one, which is failed.
-    keys = [f"{day}|{shard}" for shard in layout.shard_keys() if shard.startswith("bilibili-")]
-    defs = crawl_partitions(load_config(config_path).layout)
+        # Dagster's own record agrees: every partition of the day materialized but that one, which is failed.
+        keys = [f"{day}|{shard}" for shard in layout.shard_keys() if shard.startswith("bilibili-")]
+        defs = crawl_partitions(load_config(config_path).layout)
+        status = instance.get_status_by_partition(AssetKey("committed_media"), keys, defs)
+        red = {key for key, value in status.items() if value is not None and value.value == "FAILED"}
+        green = {key for key, value in status.items() if value is not None and value.value == "MATERIALIZED"}
+        assert red == {f"{day}|{broken_shard}"}, red
+        assert green == set(keys) - red
+        # Upstream stages materialized every partition, the broken one too (its feed failure is data, not a crash).
+        assert set(instance.get_materialized_partitions(AssetKey("media_records"))) == set(keys)
+
+        # The broken source is named in its own partition's metadata, and only there.
+        records = instance.fetch_materializations(AssetKey("media_records"), limit=100).records
+        failing = {str(r.partition_key): r.asset_materialization.metadata["sources_failed"].value for r in records}
+        assert {key for key, count in failing.items() if count} == {f"{day}|{broken_shard}"}
+        [row] = next(r for r in records if str(r.partition_key) == f"{day}|{broken_shard}") \
+            .asset_materialization.metadata["failed_sources"].value.records
+        assert row.data["source"] == broken_key
+
+        # What rerun-failed and the sensor read: only the red partition failed, though its run held others.
+        from media_crawler.commands.rerun_failed import rerun
+        from media_crawler.recovery.runs import failed_partitions
+
+        assert [(p.partition, p.run_id) for p in failed_partitions(instance)] == [(f"{day}|{broken_shard}", failed_run.run_id)]
+        said = io.StringIO()
+        rerun(str(config_path), instance=instance, dry_run=True, out=said)
+        assert [line for line in said.getvalue().splitlines() if line.startswith("would re-run")] == [
+            f"would re-run {day} {broken_shard}: latest run {failed_run.run_id[:8]} failed"], said.getvalue()
+        assert broken_key in what_reports_say(config_path, instance)["failures"]
+        assert what_reports_say(config_path, instance)["feed_errors"] == {"bilibili/not_found": 1}
+
+        # The fault is lifted (the context above ended): rerun-failed re-runs the red partition, alone.
+        before = materializations_by_partition(instance)
+        media_before = media_paths(sim)
+        runs_before = {record.dagster_run.run_id for record in instance.get_run_records(RunsFilter())}
+        said = io.StringIO()
+        assert rerun(str(config_path), instance=instance, out=said) == 0, said.getvalue()
+        media_after = media_paths(sim)
+        broken_media = {m["path"] for m in sim.truth_media() if m["source"] == f"bilibili: {broken['bilibili']}"
+                        and m["day"] == day}
+
+    new_runs = [record.dagster_run for record in instance.get_run_records(RunsFilter())
+                if record.dagster_run.run_id not in runs_before]
+    assert [partitions_of_run(run.tags) for run in new_runs] == [[f"{day}|{broken_shard}"]]
+    assert new_runs[0].status == DagsterRunStatus.SUCCESS
+    # No stage materialized another partition again; each stage materialized the red one once more.
+    after = materializations_by_partition(instance)
+    assert {key: count - before.get(key, 0) for key, count in after.items() if count != before.get(key, 0)} == {
+        (asset, f"{day}|{broken_shard}"): 1 for asset in STAGES}
+    # The media asked for are the recovered source's, each once: none of a healthy source, its shard-mate's included.
+    asked = {path: count - media_before.get(path, 0) for path, count in media_after.items()
+             if count != media_before.get(path, 0)}
+    assert broken_media and set(asked) == broken_media and set(asked.values()) == {1}, asked
+    # Dagster's partition status (what the UI shows) is green for the whole day now.
     status = instance.get_status_by_partition(AssetKey("committed_media"), keys, defs)
-    red = {key for key, value in status.items() if value is not None and value.value == "FAILED"}
-    green = {key for key, value in status.items() if value is not None and value.value == "MATERIALIZED"}
-    assert red == {f"{day}|{broken_shard}"}, red
-    assert green == set(keys) - red
-    # Upstream stages materialized every partition, the broken one too (its feed failure is data, not a crash).
-    assert set(instance.get_materialized_partitions(AssetKey("media_records"))) == set(keys)
-
-    # The broken source is named in its own partition's metadata, and only there.
-    records = instance.fetch_materializations(AssetKey("media_records"), limit=100).records
-    failing = {str(r.partition_key): r.asset_materialization.metadata["sources_failed"].value for r in records}
-    assert {key for key, count in failing.items() if count} == {f"{day}|{broken_shard}"}
-    [row] = next(r for r in records if str(r.partition_key) == f"{day}|{broken_shard}") \
-        .asset_materialization.metadata["failed_sources"].value.records
-    assert row.data["source"] == broken_key
-
-    # What rerun-failed and the sensor read: only the red partition failed, though its run held others.
-    from media_crawler.commands.rerun_failed import rerun
-    from media_crawler.recovery.runs import failed_partitions
-
-    assert [(p.partition, p.run_id) for p in failed_partitions(instance)] == [(f"{day}|{broken_shard}", failed_run.run_id)]
-    said = io.StringIO()
-    rerun(str(config_path), instance=instance, dry_run=True, out=said)
-    assert [line for line in said.getvalue().splitlines() if line.startswith("would re-run")] == [
-        f"would re-run {day} {broken_shard}: latest run {failed_run.run_id[:8]} failed"], said.getvalue()
+    assert {key for key, value in status.items() if value is None or value.value != "MATERIALIZED"} == set()
+    assert failed_partitions(instance) == []
+    said = what_reports_say(config_path, instance)
+    assert broken_key not in said["failures"] and said["feed_errors"] == {}
+    assert said["health_ok"] and broken_key not in said["health"]
 
 
 def test_a_range_may_hold_a_shard_without_sources_and_it_is_simply_done(crawl_home, simulator, instance):
