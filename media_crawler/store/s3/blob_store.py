@@ -5,12 +5,9 @@ Keys are the filesystem's layout under the URI's prefix:
     PREFIX/quarantine/<sha256-hex>.<time>     blobs that failed a check
 Staging stays on local disk (STAGING under the local root), where the disk guard bounds it.
 
-A commit is a put-if-absent of a staged local file:
-- up to MULTIPART_THRESHOLD, one PutObject with `If-None-Match: *` and the bytes' sha256
-  as `x-amz-checksum-sha256`, which the server checks (BadDigest: HASH_MISMATCH);
-- above it, a multipart upload: parts of at least PART_SIZE, each with its own sha256
-  checksum, the whole file's sha256 in the object's metadata (S3 keeps only a composite
-  of the parts' checksums), completed with `If-None-Match: *`; any failure aborts it.
+A commit is a put-if-absent of a staged local file (transfer.upload_file: one PutObject,
+or a multipart upload above MULTIPART_THRESHOLD, each with `If-None-Match: *` and checked
+against the bytes' sha256).
 An upload that never completes is invisible: a worker killed mid-upload leaves no object,
 and `reconcile --repair` aborts what it left (`abort_unfinished_uploads`).
 412 means the name is taken: a HEAD then checks that the object there has the staged
@@ -36,13 +33,10 @@ from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob, probe_l
 from media_crawler.store.free_space import FreeSpace
 from media_crawler.store.s3.client import Head, S3Client, S3Error, S3Unreachable, checksum_b64
 from media_crawler.store.s3.settings import BucketUri, connection_from_environment, parse_uri
+from media_crawler.store.s3.transfer import MULTIPART_THRESHOLD, SHA256_META, upload_file
 
 BLOBS, STAGING, QUARANTINE, HEALTH = "sha256", "staging", "quarantine", ".health"
-MULTIPART_THRESHOLD = 16 * 1024**2
-PART_SIZE = 8 * 1024**2  # S3's floor is 5 MiB; at most MAX_PARTS parts, so huge files get larger ones
-MAX_PARTS = 10_000
 CONFLICT_ATTEMPTS = 4  # 409 ConditionalRequestConflict: a concurrent conditional write; start again
-SHA256_META = "sha256"
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
@@ -168,10 +162,11 @@ class S3BlobStore(BlobStore):
                 size = staged.stat().st_size
             for attempt in range(1, CONFLICT_ATTEMPTS + 1):
                 try:
-                    if size <= MULTIPART_THRESHOLD:
-                        created = self._put_single(staged, key, sha256, verify_hash)
+                    if size > MULTIPART_THRESHOLD and self.client.head_object(self.bucket, key) is not None:
+                        created = False  # stored already: no need to send gigabytes to hear 412
                     else:
-                        created = self._put_multipart(staged, key, sha256, size)
+                        created = upload_file(self.client, self.bucket, key, staged, sha256, size,
+                                              verify_hash=verify_hash)
                     break
                 except S3Error as exc:
                     if exc.status != 409 or attempt == CONFLICT_ATTEMPTS:
@@ -186,55 +181,6 @@ class S3BlobStore(BlobStore):
                              f"commit: {exc.strerror or exc}") from None
         staged.unlink(missing_ok=True)
         return StoredBlob(sha256, size, created=created)
-
-    def _put_single(self, staged: Path, key: str, sha256: str, verify_hash: bool) -> bool:
-        data = staged.read_bytes()
-        digest = hashlib.sha256(data).digest() if verify_hash else bytes.fromhex(sha256)
-        if digest.hex() != sha256:
-            raise CrawlError(ErrorClass.HASH_MISMATCH, "staged bytes do not hash to the expected name")
-        try:
-            self.client.put_object(self.bucket, key, data, digest,
-                                   headers={"If-None-Match": "*", f"x-amz-meta-{SHA256_META}": sha256})
-        except S3Error as exc:
-            if exc.status == 412:
-                return False
-            raise
-        return True
-
-    def _put_multipart(self, staged: Path, key: str, sha256: str, size: int) -> bool:
-        if self.client.head_object(self.bucket, key) is not None:
-            return False  # stored already: no need to send gigabytes to hear 412
-        part_size = max(PART_SIZE, -(-size // MAX_PARTS))
-        upload_id = self.client.create_multipart(self.bucket, key, {f"x-amz-meta-{SHA256_META}": sha256})
-        try:
-            whole, parts = hashlib.sha256(), []
-            with open(staged, "rb") as stream:
-                while data := stream.read(part_size):
-                    whole.update(data)
-                    digest = hashlib.sha256(data).digest()
-                    number = len(parts) + 1
-                    parts.append((number, self.client.upload_part(self.bucket, key, upload_id, number, data, digest),
-                                  digest))
-            if whole.hexdigest() != sha256:
-                raise CrawlError(ErrorClass.HASH_MISMATCH, "staged bytes do not hash to the expected name")
-            try:
-                self.client.complete_multipart(self.bucket, key, upload_id, parts, headers={"If-None-Match": "*"})
-            except S3Error as exc:
-                if exc.status == 412:
-                    return False
-                raise
-            upload_id = None  # completed: nothing to abort
-            return True
-        finally:
-            if upload_id is not None:
-                self._abort_quietly(key, upload_id)
-
-    def _abort_quietly(self, key: str, upload_id: str) -> None:
-        """Best effort: an upload this leaves is aborted by `reconcile --repair`."""
-        try:
-            self.client.abort_multipart(self.bucket, key, upload_id)
-        except (S3Error, S3Unreachable):
-            pass
 
     def _check_stored(self, key: str, sha256: str, size: int) -> None:
         """The object under our name is the staged file's bytes: its size, and its sha256
