@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob, probe_local_folder
+from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob, probe_local_folder, rehash
 from media_crawler.store.free_space import FreeSpace
 from media_crawler.store.s3.client import Head, S3Client, S3Error, S3Unreachable, checksum_b64
 from media_crawler.store.s3.settings import BucketUri, connection_from_environment, parse_uri
@@ -181,6 +181,25 @@ class S3BlobStore(BlobStore):
                              f"commit: {exc.strerror or exc}") from None
         staged.unlink(missing_ok=True)
         return StoredBlob(sha256, size, created=created)
+
+    def recorded_problem(self, sha256: str, size: int | None = None) -> str | None:
+        """One HEAD: present, of `size` bytes, its recorded sha256 (our metadata, and the
+        single PUT's checksum the server verified on upload) equal to its name. An object
+        with neither record (not written by this store) is read back and hashed."""
+        sha256 = sha256.lower()
+        head = self._head(sha256)
+        if head is None:
+            return "missing"
+        if size is not None and head.size != size:
+            return "size"
+        recorded = head.metadata.get(SHA256_META)
+        checksum = head.checksum_sha256 if head.checksum_sha256 and "-" not in head.checksum_sha256 else None
+        if recorded is None and checksum is None:
+            return None if rehash(self, sha256) == sha256 else "hash"
+        if (recorded is not None and recorded != sha256) or (
+                checksum is not None and checksum != checksum_b64(bytes.fromhex(sha256))):
+            return "hash"
+        return None
 
     def _check_stored(self, key: str, sha256: str, size: int) -> None:
         """The object under our name is the staged file's bytes: its size, and its sha256
