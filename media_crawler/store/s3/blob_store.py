@@ -37,10 +37,15 @@ from media_crawler.store.s3.transfer import MULTIPART_THRESHOLD, SHA256_META, up
 
 BLOBS, STAGING, QUARANTINE, HEALTH = "sha256", "staging", "quarantine", ".health"
 CONFLICT_ATTEMPTS = 4  # 409 ConditionalRequestConflict: a concurrent conditional write; start again
+# Puts the commit stage may run at once (pipeline/commit_ahead.py): an upload mostly waits on
+# the network; a few overlap well, many only queue at the server and its throttle.
+CONCURRENT_PUTS = 4
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class S3BlobStore(BlobStore):
+    concurrent_puts = CONCURRENT_PUTS
+
     def __init__(self, client: S3Client, uri: BucketUri, local_root: str | os.PathLike) -> None:
         self.client = client
         self.bucket, self.prefix = uri.bucket, uri.prefix
