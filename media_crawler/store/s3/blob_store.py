@@ -33,13 +33,15 @@ from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob, probe_l
 from media_crawler.store.free_space import FreeSpace
 from media_crawler.store.s3.client import Head, S3Client, S3Error, S3Unreachable, checksum_b64
 from media_crawler.store.s3.settings import BucketUri, connection_from_environment, parse_uri
-from media_crawler.store.s3.transfer import MULTIPART_THRESHOLD, SHA256_META, upload_file
+from media_crawler.store.s3.transfer import MAX_PARTS, MULTIPART_THRESHOLD, SHA256_META, abort_quietly, upload_file
 
 BLOBS, STAGING, QUARANTINE, HEALTH = "sha256", "staging", "quarantine", ".health"
 CONFLICT_ATTEMPTS = 4  # 409 ConditionalRequestConflict: a concurrent conditional write; start again
 # Puts the commit stage may run at once (pipeline/commit_ahead.py): an upload mostly waits on
 # the network; a few overlap well, many only queue at the server and its throttle.
 CONCURRENT_PUTS = 4
+COPY_LIMIT = 5 * 1024**3  # S3's CopyObject copies up to 5 GiB; above, UploadPartCopy
+COPY_PART_SIZE = 512 * 1024**2  # a copied part (5 MiB to 5 GiB); at most MAX_PARTS of them
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
@@ -239,15 +241,39 @@ class S3BlobStore(BlobStore):
             staged.unlink(missing_ok=True)
 
     def quarantine(self, sha256: str) -> str:
-        """Copied aside, then deleted from its name (S3 has no rename)."""
+        """Copied aside, then deleted from its name (S3 has no rename). S3's CopyObject
+        copies at most COPY_LIMIT bytes: a larger object is copied part by part
+        (UploadPartCopy, within the server), its metadata kept."""
         key = self.key_for(sha256)
         target = self._key(QUARANTINE, f"{sha256}.{int(time.time())}")
         try:
-            self.client.copy_object(self.bucket, key, target)
+            head = self.client.head_object(self.bucket, key)
+            if head is None:
+                raise FileNotFoundError(2, "blob not in the store", self.location(sha256))
+            if head.size > COPY_LIMIT:
+                self._copy_in_parts(key, target, head)
+            else:
+                self.client.copy_object(self.bucket, key, target)
             self.client.delete_object(self.bucket, key)
         except (S3Error, S3Unreachable) as exc:
             raise self._error(exc, "quarantine") from None
         return f"s3://{self.bucket}/{target}"
+
+    def _copy_in_parts(self, key: str, target: str, head: Head) -> None:
+        metadata = {f"x-amz-meta-{name}": value for name, value in head.metadata.items()}
+        upload_id = self.client.create_multipart(self.bucket, target, metadata, checksums=False)
+        try:
+            part_size = max(COPY_PART_SIZE, -(-head.size // MAX_PARTS))
+            parts = []
+            for number, first in enumerate(range(0, head.size, part_size), start=1):
+                last = min(first + part_size, head.size) - 1
+                parts.append((number, self.client.upload_part_copy(self.bucket, target, upload_id, number, key,
+                                                                   first, last), None))
+            self.client.complete_multipart(self.bucket, target, upload_id, parts)
+            upload_id = None
+        finally:
+            if upload_id is not None:
+                abort_quietly(self.client, self.bucket, target, upload_id)
 
     @contextmanager
     def deferred_sync(self):

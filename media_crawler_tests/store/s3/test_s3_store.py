@@ -197,3 +197,42 @@ def test_a_put_whose_staged_file_went_after_the_upload_finds_the_object(s3_serve
     assert again == s3_blob_store.StoredBlob(digest, len(data), created=False)
     with pytest.raises(CrawlError):
         store.put_if_absent(store.staging_path("task-2"), hashlib.sha256(b"never uploaded").hexdigest())
+
+
+def test_quarantine_above_the_copy_limit_copies_part_by_part(s3_server, tmp_path, monkeypatch):
+    """S3's CopyObject stops at 5 GiB: above the limit (lowered here) the object is copied by
+    UploadPartCopy, whole, its metadata kept, and the name is freed."""
+    import io
+
+    monkeypatch.setattr(s3_blob_store, "COPY_LIMIT", 6 * 1024 * 1024)
+    monkeypatch.setattr(s3_blob_store, "COPY_PART_SIZE", 5 * 1024 * 1024)
+    store = open_store(s3_server, tmp_path)
+    data = os.urandom(11 * 1024 * 1024)
+    digest = store.put_stream_if_absent(io.BytesIO(data)).sha256
+    copies = []
+    request = S3Client.request
+
+    def noting(self, method, bucket, key="", **kwargs):
+        if "x-amz-copy-source" in (kwargs.get("headers") or {}):
+            copies.append((kwargs["headers"].get("x-amz-copy-source-range"), (kwargs.get("query") or {}).get("partNumber")))
+        return request(self, method, bucket, key, **kwargs)
+
+    monkeypatch.setattr(S3Client, "request", noting)
+    where = store.quarantine(digest)
+    assert copies == [("bytes=0-5242879", "1"), ("bytes=5242880-10485759", "2"), ("bytes=10485760-11534335", "3")]
+    assert not store.exists(digest)
+    key = where[len(f"s3://{store.bucket}/"):]
+    assert hashlib.sha256(s3_server.client().get_object(store.bucket, key).content).hexdigest() == digest
+    assert s3_server.client().head_object(store.bucket, key).metadata["sha256"] == digest
+    assert uploads(s3_server, store) == []
+
+
+def test_quarantine_at_or_below_the_copy_limit_is_one_copy(s3_server, tmp_path, monkeypatch):
+    import io
+
+    store = open_store(s3_server, tmp_path)
+    digest = store.put_stream_if_absent(io.BytesIO(b"small and corrupt")).sha256
+    where = store.quarantine(digest)
+    key = where[len(f"s3://{store.bucket}/"):]
+    assert s3_server.client().get_object(store.bucket, key).content == b"small and corrupt"
+    assert not store.exists(digest)
