@@ -21,6 +21,7 @@ import hashlib
 import os
 import re
 import shutil
+import socket
 import tempfile
 import time
 from contextlib import contextmanager
@@ -40,6 +41,8 @@ CONFLICT_ATTEMPTS = 4  # 409 ConditionalRequestConflict: a concurrent conditiona
 # Puts the commit stage may run at once (pipeline/commit_ahead.py): an upload mostly waits on
 # the network; a few overlap well, many only queue at the server and its throttle.
 CONCURRENT_PUTS = 4
+LENT_PREFIX = ".lent-"  # .lent-<pid>-<host>-<random>: local_file's temporary copies
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]  # no '-' in it
 COPY_LIMIT = 5 * 1024**3  # S3's CopyObject copies up to 5 GiB; above, UploadPartCopy
 COPY_PART_SIZE = 512 * 1024**2  # a copied part (5 MiB to 5 GiB); at most MAX_PARTS of them
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -70,6 +73,7 @@ class S3BlobStore(BlobStore):
         except (S3Error, S3Unreachable) as exc:
             raise self._error(exc, "open the store") from None
         self.staging.mkdir(parents=True, exist_ok=True)
+        self.sweep_lent_copies()
         return self
 
     # -- names ------------------------------------------------------------------------
@@ -128,9 +132,11 @@ class S3BlobStore(BlobStore):
     @contextmanager
     def local_file(self, sha256: str) -> Iterator[Path]:
         """A temporary copy in the staging folder (never named *.part: not a download),
-        removed when the block ends."""
+        removed when the block ends, however it ends (a cut download, ffmpeg failing).
+        Its name holds this process's id and machine: a killed process's copies are swept
+        by the next `ensure` on this machine (sweep_lent_copies)."""
         self.staging.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(prefix=".lent-", dir=self.staging)
+        handle, name = tempfile.mkstemp(prefix=f"{LENT_PREFIX}{os.getpid()}-{_HOST}-", dir=self.staging)
         path = Path(name)
         try:
             with os.fdopen(handle, "wb") as out, self.open(sha256) as stream:
@@ -138,6 +144,18 @@ class S3BlobStore(BlobStore):
             yield path
         finally:
             path.unlink(missing_ok=True)
+
+    def sweep_lent_copies(self) -> list[Path]:
+        """Remove this machine's lent copies whose process is gone (killed inside a
+        `local_file` block). A live process's copies stay, whatever their age (ffmpeg may
+        be reading them), and so do another machine's (a staging folder on a shared disk)."""
+        removed = []
+        for path in self.staging.glob(f"{LENT_PREFIX}*") if self.staging.is_dir() else ():
+            owner, host = (path.name[len(LENT_PREFIX):].split("-") + ["", ""])[:2]
+            if host == _HOST and owner.isdigit() and not _process_alive(int(owner)):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        return removed
 
     def iter_sha256s(self) -> Iterator[str]:
         folder = self._key(BLOBS) + "/"
@@ -327,6 +345,20 @@ class S3BlobStore(BlobStore):
     # -- errors -----------------------------------------------------------------------
     def _error(self, exc: Exception, doing: str) -> CrawlError:
         return s3_crawl_error(exc, f"{doing} s3://{self.bucket}")
+
+
+def _process_alive(pid: int) -> bool:
+    """Is there a process `pid` on this machine (staging is local to it)? A pid reused
+    since only keeps a stale copy a little longer."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
 
 
 def s3_crawl_error(exc: Exception, doing: str) -> CrawlError:
