@@ -36,7 +36,9 @@ def sent(monkeypatch):
     return methods
 
 
-def committed_partition(crawl_home, simulator, s3_server, monkeypatch):
+def verified_partition(crawl_home, simulator, s3_server, monkeypatch):
+    """A Runtime on a fresh bucket prefix, the simulator's URL list discovered, downloaded
+    and verified for its last day: the commit stage's input."""
     for name, value in s3_server.environment.items():
         monkeypatch.setenv(name, value)
     path = write_config(crawl_home, simulator, [{"urls": f"{simulator.base_url}/urls/demo.json"}])
@@ -50,6 +52,11 @@ def committed_partition(crawl_home, simulator, s3_server, monkeypatch):
     discover(runtime, source, window)
     download_partition(runtime, source, window)
     verify_partition(runtime, source, window)
+    return runtime, source, window
+
+
+def committed_partition(crawl_home, simulator, s3_server, monkeypatch):
+    runtime, source, window = verified_partition(crawl_home, simulator, s3_server, monkeypatch)
     commit_partition(runtime, source, window)
     return runtime, source, window
 
