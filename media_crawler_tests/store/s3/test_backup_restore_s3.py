@@ -189,3 +189,14 @@ def test_backup_to_a_missing_bucket_or_with_a_wrong_secret_is_one_line(folder_cr
     assert wrong["error_class"] == "auth" and "wrong-secret-for-the-backup" not in json.dumps(wrong)
     restored = failure(["restore", "--from", s3_server.new_uri(BACKUPS), "--home", str(folder_crawl.path.parent / "r")])
     assert restored["error_class"] == "auth"
+
+
+def test_the_commands_take_a_bucket_uri_as_it_is_written(folder_crawl, s3_server, tmp_path, capsys):
+    from media_crawler.cli import main as cli_main
+
+    target = s3_server.new_uri(BACKUPS)
+    assert cli_main(["backup", "--config", str(folder_crawl.path), "--dagster-home", str(tmp_path / "none"),
+                     "--to", target]) == 0
+    assert f"backup in {target}:" in capsys.readouterr().err
+    assert cli_main(["restore", "--from", target, "--home", str(tmp_path / "restored")]) == 0
+    assert "(3 blobs)" in capsys.readouterr().err

@@ -214,7 +214,8 @@ def test_quarantine_above_the_copy_limit_copies_part_by_part(s3_server, tmp_path
 
     def noting(self, method, bucket, key="", **kwargs):
         if "x-amz-copy-source" in (kwargs.get("headers") or {}):
-            copies.append((kwargs["headers"].get("x-amz-copy-source-range"), (kwargs.get("query") or {}).get("partNumber")))
+            copies.append((kwargs["headers"].get("x-amz-copy-source-range"),
+                           (kwargs.get("query") or {}).get("partNumber")))
         return request(self, method, bucket, key, **kwargs)
 
     monkeypatch.setattr(S3Client, "request", noting)
