@@ -81,26 +81,30 @@ def commit_partition(runtime: Runtime, source: Sources, window: DayWindow | None
 
 
 def _commit(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
+    with CommitsAhead(runtime, tasks) as puts:  # an object store's uploads overlap (commit_ahead.py)
+        return _commit_each(runtime, tasks, puts)
+
+
+def _commit_each(runtime: Runtime, tasks: list[Task], puts: CommitsAhead) -> tuple[StageReport, list]:
     report = StageReport("commit")
     changes = []
-    with CommitsAhead(runtime, tasks) as puts:  # an object store's uploads overlap (commit_ahead.py)
-        for task in tasks:
-            part = runtime.store.staging_path(task.staging_name)
-            if task.sha256 and not part.exists() and not puts.stored_ahead(task) \
-                    and not runtime.store.exists(task.sha256):
-                _staging_lost(report, changes, task)
-                continue
-            settled = puts.settle(task)
-            if not _settled(report, changes, task, settled):
-                if settled.error.policy.stops_admission:
-                    break  # disk full or failing: stop touching the store
-                continue
-            report.durations_ms.append(settled.duration_ms)
-            if settled.stored.created:
-                report.ok += 1
-                report.bytes += settled.stored.size
-            else:
-                report.extra["items_deduplicated"] = report.extra.get("items_deduplicated", 0) + 1
+    for task in tasks:
+        part = runtime.store.staging_path(task.staging_name)
+        if task.sha256 and not part.exists() and not puts.stored_ahead(task) \
+                and not runtime.store.exists(task.sha256):
+            _staging_lost(report, changes, task)
+            continue
+        settled = puts.settle(task)
+        if not _settled(report, changes, task, settled):
+            if settled.error.policy.stops_admission:
+                break  # disk full or failing: stop touching the store
+            continue
+        report.durations_ms.append(settled.duration_ms)
+        if settled.stored.created:
+            report.ok += 1
+            report.bytes += settled.stored.size
+        else:
+            report.extra["items_deduplicated"] = report.extra.get("items_deduplicated", 0) + 1
     return report, changes
 
 
