@@ -169,7 +169,7 @@ def _backup_to_bucket(config: CrawlConfig, dagster_home: Path | None, uri: str) 
     from media_crawler.recovery.bucket import BackupBucket, work_folder
 
     bucket = BackupBucket(uri)
-    bucket.check()  # a missing bucket or bad keys: one line, before anything is copied
+    bucket.check("backup to")  # a missing bucket or bad keys: one line, before anything is copied
     work = work_folder(config.store_root, uri)
     try:
         manifest = _new_manifest(config)

@@ -25,9 +25,8 @@ import shutil
 from pathlib import Path
 
 from media_crawler.config import ConfigError
+from media_crawler.recovery.backup import STORE_DIR
 from media_crawler.store.blob_store import BlobStore
-
-STORE_KEY = "store"  # the blobs' prefix under the backup's, as STORE_DIR is in a folder
 
 
 class BackupBucket:
@@ -49,7 +48,7 @@ class BackupBucket:
     def key(self, name: str) -> str:
         return f"{self.prefix}/{name}" if self.prefix else name
 
-    def check(self) -> None:
+    def check(self, doing: str) -> None:
         """The bucket answers to our keys: one line naming what is wrong (a missing bucket,
         bad keys, no endpoint) before anything is snapshotted or copied."""
         from media_crawler.store.s3.blob_store import s3_crawl_error
@@ -58,21 +57,21 @@ class BackupBucket:
         try:
             self.client.head_bucket(self.bucket, self.key(""))
         except (S3Error, S3Unreachable) as exc:
-            raise s3_crawl_error(exc, f"backup s3://{self.bucket}") from None
+            raise s3_crawl_error(exc, f"{doing} s3://{self.bucket}") from None
 
     def blob_store(self, local_root: Path) -> BlobStore:
         """The backup's blobs as an S3 store (staging its uploads under local_root)."""
         from media_crawler.store.s3.blob_store import S3BlobStore
         from media_crawler.store.s3.settings import BucketUri
 
-        return S3BlobStore(self.client, BucketUri(self.bucket, self.key(STORE_KEY)), local_root)
+        return S3BlobStore(self.client, BucketUri(self.bucket, self.key(STORE_DIR)), local_root)
 
     def answer_store(self, local_root: Path) -> BlobStore:
         from media_crawler.store.open_store import ANSWERS_FOLDER
         from media_crawler.store.s3.blob_store import S3BlobStore
         from media_crawler.store.s3.settings import BucketUri
 
-        return S3BlobStore(self.client, BucketUri(self.bucket, self.key(f"{STORE_KEY}/{ANSWERS_FOLDER}")),
+        return S3BlobStore(self.client, BucketUri(self.bucket, self.key(f"{STORE_DIR}/{ANSWERS_FOLDER}")),
                            local_root / ANSWERS_FOLDER)
 
     def put(self, folder: Path, name: str) -> None:

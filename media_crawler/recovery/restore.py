@@ -99,7 +99,7 @@ def restore(backup_dir: Path | str, home: Path, *, ledger_url: str | None = None
 
     _refuse_nonempty(home)  # before anything is fetched
     bucket = BackupBucket(str(backup_dir))
-    bucket.check()
+    bucket.check("restore from")
     work = work_folder(home.absolute().parent, f"{backup_dir} -> {home.absolute()}")
     try:
         bucket.get(layout.MANIFEST, work)
