@@ -174,7 +174,7 @@ def _backup_to_bucket(config: CrawlConfig, dagster_home: Path | None, uri: str) 
     try:
         manifest = _new_manifest(config)
         _snapshot_databases(config, dagster_home, work, manifest)
-        _copy_stores(config, bucket.blob_store(work), bucket.answer_store(work), manifest)
+        _copy_stores(config, bucket.blob_store(STORE_DIR, work), bucket.answer_store(STORE_DIR, work), manifest)
         _copy_config(config, work, manifest)
         for name in backup_files(manifest):  # the ledger first: Dagster's storage is never newer
             bucket.put(work, name)

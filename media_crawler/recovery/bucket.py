@@ -25,7 +25,6 @@ import shutil
 from pathlib import Path
 
 from media_crawler.config import ConfigError
-from media_crawler.recovery.backup import STORE_DIR
 from media_crawler.store.blob_store import BlobStore
 
 
@@ -59,19 +58,20 @@ class BackupBucket:
         except (S3Error, S3Unreachable) as exc:
             raise s3_crawl_error(exc, f"{doing} s3://{self.bucket}") from None
 
-    def blob_store(self, local_root: Path) -> BlobStore:
-        """The backup's blobs as an S3 store (staging its uploads under local_root)."""
+    def blob_store(self, folder: str, local_root: Path) -> BlobStore:
+        """The backup's blobs (PREFIX/folder: backup.STORE_DIR) as an S3 store, staging its
+        uploads under local_root."""
         from media_crawler.store.s3.blob_store import S3BlobStore
         from media_crawler.store.s3.settings import BucketUri
 
-        return S3BlobStore(self.client, BucketUri(self.bucket, self.key(STORE_DIR)), local_root)
+        return S3BlobStore(self.client, BucketUri(self.bucket, self.key(folder)), local_root)
 
-    def answer_store(self, local_root: Path) -> BlobStore:
+    def answer_store(self, folder: str, local_root: Path) -> BlobStore:
         from media_crawler.store.open_store import ANSWERS_FOLDER
         from media_crawler.store.s3.blob_store import S3BlobStore
         from media_crawler.store.s3.settings import BucketUri
 
-        return S3BlobStore(self.client, BucketUri(self.bucket, self.key(f"{STORE_DIR}/{ANSWERS_FOLDER}")),
+        return S3BlobStore(self.client, BucketUri(self.bucket, self.key(f"{folder}/{ANSWERS_FOLDER}")),
                            local_root / ANSWERS_FOLDER)
 
     def put(self, folder: Path, name: str) -> None:

@@ -139,7 +139,8 @@ def _restore(backup_dir: Path, home: Path, *, ledger_url: str | None, dagster_pg
         backed_up = open_blob_store(backup_dir / layout.STORE_DIR)
         backed_up_answers = open_answer_store(backup_dir / layout.STORE_DIR)
     else:
-        backed_up, backed_up_answers = source.blob_store(backup_dir), source.answer_store(backup_dir)
+        backed_up = source.blob_store(layout.STORE_DIR, backup_dir)
+        backed_up_answers = source.answer_store(layout.STORE_DIR, backup_dir)
     blobs = copy_blobs(backed_up, store)
     # The kept API answers (none in a backup made before they were kept).
     copy_blobs(backed_up_answers, open_answer_store(store_location, create=True, local_root=home / "store"))
