@@ -25,6 +25,7 @@ BENCHMARKS = {  # name -> what it measures (each module's docstring says more)
     "limits": "the resource bounds the tests used to assert: fetch-urls RSS, the lazy world's heap, a shard walk",
     "ab_round_trips": "A/B: two per-call costs, a ledger round trip and requests' environment settings",
     "s3_commit": "the S3 store's commit against boto3's upload_file into SeaweedFS (bench/S3_COMMIT.md)",
+    "s3_commit_stage": "the commit stage and its blocking check on an s3:// store, a small simulator crawl",
     "export_wacz": "`export --format wacz` of a synthesized crawl: items/s and peak RSS at 1,000 and 10,000 items",
 }
 

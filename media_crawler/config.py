@@ -5,6 +5,7 @@ store: ./var/store                 # blob store root (default $MEDIA_CRAWLER_HOM
 ledger_url: sqlite:///var/ledger.db  # or postgresql+psycopg2://... (env MEDIA_CRAWLER_LEDGER_URL wins)
 allow_hosts: ["127.0.0.1:8787"]    # extra media/API hosts for every platform; an internal one only on its port
 keep_api_answers: true             # keep every API answer as fetched, for `export --format wacz` (default true)
+rehash_commits: false              # an s3:// store: the blocking check re-downloads this run's commits (default: HEAD)
 platforms:
   bilibili: {api_base: "http://127.0.0.1:8787/bilibili", max_height: 1080, mux: true}  # mux: DASH tracks into one MP4 too (needs ffmpeg)
   facebook: {api_base: "...", credential_env: {access_token: FB_ACCESS_TOKEN}}
@@ -54,6 +55,10 @@ class CrawlConfig:
     max_item_bytes: int = 2 * 1024**3
     min_free_bytes: int = 512 * 1024**2
     keep_api_answers: bool = True
+    # The commit's blocking check on a store whose server verified each upload's sha256
+    # (s3://): False trusts that record (one HEAD a blob), True re-downloads and re-hashes
+    # this run's commits as a folder store's check always does (pipeline/integrity.py).
+    rehash_commits: bool = False
     path: Path | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
     layout: PartitionLayout = field(default_factory=PartitionLayout)
@@ -142,7 +147,8 @@ def _specs_key() -> tuple:
 # Every key sources.yaml may hold; anything else is refused with its name (a typo such as
 # `ledger:` for `ledger_url:` must not be ignored without a word).
 TOP_LEVEL_KEYS = frozenset({"sources", "platforms", "store", "ledger_url", "allow_hosts", "workers",
-                            "max_item_bytes", "min_free_bytes", "partitions", "keep_api_answers"})
+                            "max_item_bytes", "min_free_bytes", "partitions", "keep_api_answers",
+                            "rehash_commits"})
 # The keys every platform takes (`platforms.<name>`); a platform's spec adds its own
 # (PlatformSpec.settings: a quality limit, a codec order, muxing), and any other key is
 # refused, by name of the platforms that own it when some do.
@@ -240,6 +246,7 @@ def _config_from_dict(raw: Mapping[str, Any], path: Path | None, sources: tuple[
         max_item_bytes=_int("max_item_bytes", raw.get("max_item_bytes"), 2 * 1024**3, minimum=1),
         min_free_bytes=_int("min_free_bytes", raw.get("min_free_bytes"), 512 * 1024**2),
         keep_api_answers=_bool("keep_api_answers", raw.get("keep_api_answers"), True),
+        rehash_commits=_bool("rehash_commits", raw.get("rehash_commits"), False),
         path=path,
         raw=dict(raw),
         layout=_layout(raw.get("partitions"), path),

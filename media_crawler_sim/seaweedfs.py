@@ -73,9 +73,18 @@ class S3Server:
 
     bucket: str = "crawl-tests"
 
-    def new_uri(self) -> str:
-        """s3://BUCKET/PREFIX with a prefix no other test uses."""
-        return f"s3://{self.bucket}/t-{uuid.uuid4().hex[:12]}"
+    def new_uri(self, bucket: str | None = None) -> str:
+        """s3://BUCKET/PREFIX with a prefix no other test uses (in `bucket`, made if missing;
+        default the shared one)."""
+        if bucket is not None and bucket != self.bucket:
+            from media_crawler.store.s3.client import S3Error
+
+            try:
+                self.client().request("PUT", bucket)
+            except S3Error as exc:
+                if exc.status != 409:  # BucketAlreadyOwnedByYou: made by an earlier test
+                    raise
+        return f"s3://{bucket or self.bucket}/t-{uuid.uuid4().hex[:12]}"
 
     def keys(self, uri: str) -> list[str]:
         """Every object key under an s3:// URI, blobs or not."""

@@ -1,9 +1,10 @@
-"""`media-crawler backup --to DIR`: back up Dagster's storage, the ledger and the store, live.
+"""`media-crawler backup --to DIR|s3://BUCKET/PREFIX`: back up Dagster's storage, the ledger and the store, live.
 
 SQLite databases through the sqlite3 backup API, PostgreSQL through pg_dump,
 blobs checked against their names while copied (recovery/backup.py explains
 the order that makes a backup of a running crawl restorable). A second backup
-into the same folder copies only new blobs. The manifest records the ledger's
+into the same folder copies only new blobs. A bucket prefix holds the same layout as
+keys (recovery/bucket.py), for a crawl whose store is a folder or a bucket. The manifest records the ledger's
 schema version, the media-crawler and Dagster versions, and the names of the
 credential variables the crawl reads. docs/RECOVERY.md has the drill.
 """
@@ -18,11 +19,18 @@ from media_crawler.environment import config_path_default
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--to", required=True, type=Path, help="backup folder (created; refreshed if it exists)")
+    parser.add_argument("--to", required=True, type=backup_location, metavar="DIR|s3://BUCKET/PREFIX",
+                        help="backup folder (created; refreshed if it exists), or a bucket prefix (keys from the "
+                             "AWS environment; refreshed the same way)")
     parser.add_argument("--config", default=config_path_default(), help="sources.yaml path")
     parser.add_argument("--dagster-home", type=Path, default=None,
                         help="the Dagster instance to back up (default: the one `crawl` uses, $DAGSTER_HOME else "
                              "$MEDIA_CRAWLER_HOME/dagster_home; none there: ledger and store only)")
+
+
+def backup_location(text: str) -> "Path | str":
+    """A folder, or an s3://BUCKET/PREFIX kept as text (a Path would fold its '//')."""
+    return text if text.startswith("s3://") else Path(text)
 
 
 def run(args: argparse.Namespace) -> int:

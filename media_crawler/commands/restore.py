@@ -1,4 +1,4 @@
-"""`media-crawler restore --from DIR --home NEWHOME`: restore a backup, dispatch paused.
+"""`media-crawler restore --from DIR|s3://BUCKET/PREFIX --home NEWHOME`: restore a backup, dispatch paused.
 
 Refuses a backup newer than this code (manifest format, ledger schema,
 media-crawler or Dagster version), saying which version it needs. Restores
@@ -24,9 +24,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from media_crawler.commands.backup import backup_location
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--from", dest="source", type=Path, help="the backup folder")
+    parser.add_argument("--from", dest="source", type=backup_location, metavar="DIR|s3://BUCKET/PREFIX",
+                        help="the backup folder, or the bucket prefix a backup was written to")
     parser.add_argument("--home", required=True, type=Path, help="the new location (must be empty)")
     parser.add_argument("--ledger-url", help="PostgreSQL backups: the empty database to restore the ledger into")
     parser.add_argument("--dagster-pg-url", help="PostgreSQL backups with Dagster's storage apart from the ledger")
@@ -59,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
         print_times(recovery_times(args.home, dagster_pg_url=args.dagster_pg_url), sys.stderr)
         return 0
     if args.source is None:
-        raise ConfigError("restore: --from DIR is required (or --resume / --times with --home)")
+        raise ConfigError("restore: --from DIR or --from s3://BUCKET/PREFIX is required "
+                          "(or --resume / --times with --home)")
     summary = restore(args.source, args.home, ledger_url=args.ledger_url, dagster_pg_url=args.dagster_pg_url,
                       store_uri=args.store)
     pause = summary.pause

@@ -10,7 +10,7 @@ from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.store.blob_rows import committed_blobs
-from media_crawler.store.blob_store import rehash
+from media_crawler.store.blob_store import RecordedChecksums, rehash
 from media_crawler.store.ledger import COMMITTED, FINISHED_STATES, GONE, STATES
 
 # What a partition's report lists: every row that is not committed.
@@ -75,12 +75,24 @@ def partition_blob_mismatches(runtime: Runtime, sources: Sources, window: DayWin
     `rehash_since` (this run's commits) are re-read and hashed, so a rerun of a
     big video partition does not re-hash gigabytes it checked before. A full
     re-hash of the store is `media-crawler reconcile --verify-hashes`.
+
+    A store whose server verified each upload's sha256 and keeps the record (s3://,
+    RecordedChecksums) is asked for it instead, one HEAD a blob (size and sha256 against
+    the ledger's), unless `rehash_commits: true` asks to download this run's commits again.
     """
+    store = runtime.store
+    recorded = isinstance(store, RecordedChecksums) and not runtime.config.rehash_commits
     problems = []
-    for canonical_url, sha256, committed_at in committed_blobs(runtime.ledger, source_key=source_keys(sources),
-                                                                day=window.day.isoformat()):
-        if not runtime.store.exists(sha256):
-            problems.append({"canonical_url": canonical_url, "sha256": sha256, "problem": "missing"})
-        elif (rehash_since is None or (committed_at or 0) >= rehash_since) and rehash(runtime.store, sha256) != sha256:
-            problems.append({"canonical_url": canonical_url, "sha256": sha256, "problem": "hash"})
+    for canonical_url, sha256, committed_at, size in committed_blobs(
+            runtime.ledger, source_key=source_keys(sources), day=window.day.isoformat()):
+        if recorded:
+            problem = store.recorded_problem(sha256, size)
+        elif not store.exists(sha256):
+            problem = "missing"
+        elif (rehash_since is None or (committed_at or 0) >= rehash_since) and rehash(store, sha256) != sha256:
+            problem = "hash"
+        else:
+            problem = None
+        if problem is not None:
+            problems.append({"canonical_url": canonical_url, "sha256": sha256, "problem": problem})
     return problems

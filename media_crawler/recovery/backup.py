@@ -35,6 +35,7 @@ from pathlib import Path
 from media_crawler.config import CrawlConfig
 from media_crawler.environment import environment_value
 from media_crawler.recovery.copying import BlobCopy, copy_blobs, copy_tree_of_sqlite, pg_dump, sqlite_copy
+from media_crawler.store.blob_store import BlobStore
 from media_crawler.store.open_store import open_answer_store, open_blob_store
 from media_crawler.store.snapshots import leases_held_in, schema_version_in
 from media_crawler.store.urls import is_postgres, same_postgres_database, sqlite_file
@@ -143,13 +144,67 @@ def dagster_postgres_url(dagster_home: Path) -> str | None:
         return getattr(instance.run_storage, "postgres_url", None)
 
 
-def backup(config: CrawlConfig, dagster_home: Path | None, dest: Path) -> BackupManifest:
-    """Back up into `dest` (created; an earlier backup there is refreshed, blobs incrementally)."""
+def backup(config: CrawlConfig, dagster_home: Path | None, dest: Path | str) -> BackupManifest:
+    """Back up into `dest`, a folder (created) or s3://BUCKET/PREFIX (recovery/bucket.py); an
+    earlier backup there is refreshed, blobs incrementally."""
+    from media_crawler.store.open_store import is_object_store
+
+    if is_object_store(dest):
+        return _backup_to_bucket(config, dagster_home, str(dest))
+    dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
+    manifest = _new_manifest(config)
+    _snapshot_databases(config, dagster_home, dest, manifest)
+    _copy_stores(config, open_blob_store(dest / STORE_DIR, create=True),
+                 open_answer_store(dest / STORE_DIR, create=True), manifest)
+    _copy_config(config, dest, manifest)
+    manifest.finished_at = time.time()
+    manifest.write(dest)
+    return manifest
+
+
+def _backup_to_bucket(config: CrawlConfig, dagster_home: Path | None, uri: str) -> BackupManifest:
+    """The same steps, the files snapshotted locally first and uploaded after the blobs
+    (recovery/bucket.py says why that order)."""
+    from media_crawler.recovery.bucket import BackupBucket, work_folder
+
+    bucket = BackupBucket(uri)
+    bucket.check("backup to")  # a missing bucket or bad keys: one line, before anything is copied
+    work = work_folder(config.store_root, uri)
+    try:
+        manifest = _new_manifest(config)
+        _snapshot_databases(config, dagster_home, work, manifest)
+        _copy_stores(config, bucket.blob_store(STORE_DIR, work), bucket.answer_store(STORE_DIR, work), manifest)
+        _copy_config(config, work, manifest)
+        for name in backup_files(manifest):  # the ledger first: Dagster's storage is never newer
+            bucket.put(work, name)
+        manifest.finished_at = time.time()
+        manifest.write(work)
+        bucket.put(work, MANIFEST)  # last: the backup is complete
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return manifest
+
+
+def backup_files(manifest: BackupManifest) -> list[str]:
+    """The files of a backup besides the manifest and the store, the ledger's first."""
+    ledger = [LEDGER_SQLITE] if manifest.ledger == "sqlite" else [LEDGER_PGDUMP]
+    dagster = [f"{DAGSTER_DIR}/{name}" for name in manifest.dagster_files]
+    if manifest.dagster == "postgres":
+        dagster.append(DAGSTER_PGDUMP)
+    return ledger + dagster + ([manifest.config] if manifest.config else [])
+
+
+def _new_manifest(config: CrawlConfig) -> BackupManifest:
     import dagster
 
-    manifest = BackupManifest(started_at=time.time(), media_crawler_version=installed_version(PROJECT),
-                              dagster_version=dagster.__version__, credentials=credential_records(config))
+    return BackupManifest(started_at=time.time(), media_crawler_version=installed_version(PROJECT),
+                          dagster_version=dagster.__version__, credentials=credential_records(config))
+
+
+def _snapshot_databases(config: CrawlConfig, dagster_home: Path | None, dest: Path,
+                        manifest: BackupManifest) -> None:
+    """Steps 1 and 2 (the module docstring): Dagster's storage, then the ledger, into `dest`."""
     dagster_url = dagster_postgres_url(dagster_home) if dagster_home else None
     # 1. Dagster's storage.
     if dagster_home is None:
@@ -179,19 +234,21 @@ def backup(config: CrawlConfig, dagster_home: Path | None, dest: Path) -> Backup
         manifest.ledger_schema_version = schema_version_in(config.ledger_url)  # after the dump: never older than it
     else:
         raise ValueError(f"cannot back up a ledger at {config.ledger_url.split('://')[0]}://")
-    # 3. The store, last.
+
+
+def _copy_stores(config: CrawlConfig, blobs: BlobStore, answers: BlobStore, manifest: BackupManifest) -> None:
+    """3. The store, last; the API answers kept for the archive (docs/EXPORT.md), a store of
+    their own beside the media."""
     live = open_blob_store(config.store_location, local_root=config.store_root)
-    copied: BlobCopy = copy_blobs(live, open_blob_store(dest / STORE_DIR, create=True))
+    copied: BlobCopy = copy_blobs(live, blobs)
     manifest.blobs = asdict(copied)
-    # The API answers kept for the archive (docs/EXPORT.md), a store of their own beside the media.
-    copy_blobs(open_answer_store(config.store_location, local_root=config.store_root),
-               open_answer_store(dest / STORE_DIR, create=True))
+    copy_blobs(open_answer_store(config.store_location, local_root=config.store_root), answers)
+
+
+def _copy_config(config: CrawlConfig, dest: Path, manifest: BackupManifest) -> None:
     if config.path is not None and config.path.is_file():
         shutil.copyfile(config.path, dest / CONFIG_COPY)
         manifest.config = CONFIG_COPY
-    manifest.finished_at = time.time()
-    manifest.write(dest)
-    return manifest
 
 
 def _copy_instance_yaml(dagster_home: Path, target: Path) -> list[str]:

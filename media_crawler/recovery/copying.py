@@ -88,8 +88,12 @@ def copy_blobs(source: BlobStore, target: BlobStore) -> BlobCopy:
 
 def _copy_blob(source: BlobStore, target: BlobStore, sha256: str, result: BlobCopy) -> None:
     size = source.size(sha256)
-    if target.exists(sha256):
-        if target.size(sha256) == size:
+    try:
+        there = target.size(sha256)  # one question, not exists() then size(): a HEAD each on a bucket
+    except FileNotFoundError:
+        there = None
+    if there is not None:
+        if there == size:
             result.already_there += 1
             return
         target.quarantine(sha256)

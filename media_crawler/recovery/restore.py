@@ -84,9 +84,42 @@ class RestoreSummary:
     first_successful_partition: dict | None = None  # filled in by resume / recovery_times
 
 
-def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dagster_pg_url: str | None = None,
+def restore(backup_dir: Path | str, home: Path, *, ledger_url: str | None = None, dagster_pg_url: str | None = None,
             location_name: str = LOCATION_NAME, store_uri: str | None = None) -> RestoreSummary:
-    """store_uri: an s3://BUCKET/PREFIX to restore the blobs into (an empty one) instead of HOME/store."""
+    """backup_dir: the backup folder, or the s3://BUCKET/PREFIX a backup was written to
+    (its files are fetched beside `home` first, checked against their sha256, and removed
+    at the end; the blobs are copied from the bucket). store_uri: an s3://BUCKET/PREFIX to
+    restore the blobs into (an empty one) instead of HOME/store."""
+    from media_crawler.store.open_store import is_object_store
+
+    if not is_object_store(backup_dir):
+        return _restore(Path(backup_dir), home, ledger_url=ledger_url, dagster_pg_url=dagster_pg_url,
+                        location_name=location_name, store_uri=store_uri, source=None)
+    from media_crawler.recovery.bucket import BackupBucket, work_folder
+
+    _refuse_nonempty(home)  # before anything is fetched
+    bucket = BackupBucket(str(backup_dir))
+    bucket.check("restore from")
+    work = work_folder(home.absolute().parent, f"{backup_dir} -> {home.absolute()}")
+    try:
+        bucket.get(layout.MANIFEST, work)
+        for name in layout.backup_files(layout.BackupManifest.read(work)):
+            bucket.get(name, work)
+        return _restore(work, home, ledger_url=ledger_url, dagster_pg_url=dagster_pg_url,
+                        location_name=location_name, store_uri=store_uri, source=bucket)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _refuse_nonempty(home: Path) -> None:
+    if home.exists() and any(home.iterdir()):
+        # A usage error (exit 2, one line), not a failure on the way: nothing was touched.
+        raise ConfigError(f"{home} is not empty: restore only into a fresh location (a new or empty --home)")
+
+
+def _restore(backup_dir: Path, home: Path, *, ledger_url: str | None, dagster_pg_url: str | None,
+             location_name: str, store_uri: str | None, source) -> RestoreSummary:
+    """source: the BackupBucket the blobs come from (None: backup_dir/store)."""
     from dagster import DagsterInstance
 
     from media_crawler.recovery.reconcile import reconcile
@@ -95,19 +128,22 @@ def restore(backup_dir: Path, home: Path, *, ledger_url: str | None = None, dags
 
     manifest = layout.BackupManifest.read(backup_dir)
     versions = check_compatible(manifest, backup_dir)  # before anything is copied
-    if home.exists() and any(home.iterdir()):
-        # A usage error (exit 2, one line), not a failure on the way: nothing was touched.
-        raise ConfigError(f"{home} is not empty: restore only into a fresh location (a new or empty --home)")
+    _refuse_nonempty(home)
     started_at, started = time.time(), time.monotonic()
     store_location = store_uri or home / "store"
     if store_uri is not None:
         _check_fresh_bucket(store_uri)
     home.mkdir(parents=True, exist_ok=True)
     store = open_blob_store(store_location, create=True, local_root=home / "store")
-    blobs = copy_blobs(open_blob_store(backup_dir / layout.STORE_DIR), store)
+    if source is None:
+        backed_up = open_blob_store(backup_dir / layout.STORE_DIR)
+        backed_up_answers = open_answer_store(backup_dir / layout.STORE_DIR)
+    else:
+        backed_up = source.blob_store(layout.STORE_DIR, backup_dir)
+        backed_up_answers = source.answer_store(layout.STORE_DIR, backup_dir)
+    blobs = copy_blobs(backed_up, store)
     # The kept API answers (none in a backup made before they were kept).
-    copy_blobs(open_answer_store(backup_dir / layout.STORE_DIR),
-               open_answer_store(store_location, create=True, local_root=home / "store"))
+    copy_blobs(backed_up_answers, open_answer_store(store_location, create=True, local_root=home / "store"))
     ledger_url = _restore_ledger(manifest, backup_dir, home, ledger_url)
     dagster_home, dagster_pg_url = _restore_dagster(manifest, backup_dir, home, ledger_url, dagster_pg_url)
     config_path = _restore_config(manifest, backup_dir, home, ledger_url, str(store_location))

@@ -52,12 +52,13 @@ def expected_hashes(ledger: Ledger) -> set[str]:
         return {row[0] for row in conn.execute(select(T.c.expected_sha256).where(T.c.expected_sha256.is_not(None)))}
 
 
-def committed_blobs(ledger: Ledger, *, source_key: SourceScope, day: str) -> list[tuple[str, str, float | None]]:
-    """(canonical_url, sha256, committed_at) of the partition's committed rows."""
-    query = where_sources(select(T.c.canonical_url, T.c.sha256, T.c.committed_at).where(
+def committed_blobs(ledger: Ledger, *, source_key: SourceScope,
+                    day: str) -> list[tuple[str, str, float | None, int | None]]:
+    """(canonical_url, sha256, committed_at, size) of the partition's committed rows."""
+    query = where_sources(select(T.c.canonical_url, T.c.sha256, T.c.committed_at, T.c.size).where(
         T.c.day == day, T.c.state == COMMITTED), source_key)
     with ledger.engine.connect() as conn:
-        return [(row.canonical_url, row.sha256, row.committed_at) for row in conn.execute(query)]
+        return [(row.canonical_url, row.sha256, row.committed_at, row.size) for row in conn.execute(query)]
 
 
 # `downloading` with no lease: no claim takes such a row (a claim takes expired leases, not absent ones).

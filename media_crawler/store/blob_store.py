@@ -131,6 +131,18 @@ class ReleasableBlobs(Protocol):
         """Delete blob `sha256` (gone already: no error)."""
 
 
+@runtime_checkable
+class RecordedChecksums(Protocol):
+    """A store whose server checked each blob's sha256 when it was written and keeps the
+    record (an object store's x-amz-checksum-sha256 and metadata): a blob is checked by
+    asking for that record, not by reading the bytes back."""
+
+    def recorded_problem(self, sha256: str, size: int | None = None) -> str | None:
+        """None when blob `sha256` is stored with `size` bytes (when given) and a recorded
+        sha256 equal to its name; else "missing", "size" or "hash". A blob with no record
+        is re-hashed."""
+
+
 def stream_sha256(stream: BinaryIO) -> str:
     digest = hashlib.sha256()
     while chunk := stream.read(CHUNK):

@@ -26,9 +26,17 @@ def two_databases(postgres):
     return [postgres.create(), postgres.create()]
 
 
+@pytest.mark.parametrize("to", ["folder", "bucket"])
 def test_postgres_backup_restores_runs_ledger_and_store_into_a_fresh_database(
-        tmp_path, crawl_home, simulator, two_databases, monkeypatch):
+        tmp_path, crawl_home, simulator, two_databases, monkeypatch, request, to):
+    """A folder, or a bucket prefix (SeaweedFS): the dump, Dagster's yaml and the blobs as keys."""
     original, target = two_databases
+    destination = tmp_path / "backup"
+    if to == "bucket":
+        s3_server = request.getfixturevalue("s3_server")
+        for name, value in s3_server.environment.items():
+            monkeypatch.setenv(name, value)
+        destination = s3_server.new_uri("crawl-backups")
     monkeypatch.setenv("DAGSTER_PG_URL", original)
     monkeypatch.setenv(LEDGER_ENV, original)  # production layout: one database for both
     config = load_config(write_recovery_config(crawl_home, simulator))
@@ -38,12 +46,16 @@ def test_postgres_backup_restores_runs_ledger_and_store_into_a_fresh_database(
     with DagsterInstance.from_config(str(dagster_home)) as instance:
         assert not crawl(config.path, ["2026-11-25"], ["facebook-42"], instance=instance).failed
 
-    manifest = backup(config, dagster_home, tmp_path / "backup")
+    manifest = backup(config, dagster_home, destination)
     assert (manifest.ledger, manifest.dagster) == ("postgres", "shared-with-ledger")
     assert manifest.ledger_schema_version == SCHEMA_VERSION, "read from the PostgreSQL ledger"
-    assert (tmp_path / "backup" / "ledger.pgdump").stat().st_size > 0
+    if to == "folder":
+        assert (tmp_path / "backup" / "ledger.pgdump").stat().st_size > 0
+    else:
+        keys = s3_server.keys(destination)
+        assert {key.rsplit("/", 1)[1] for key in keys} >= {"ledger.pgdump", "dagster.yaml", "manifest.json"}
 
-    summary = restore(tmp_path / "backup", tmp_path / "restored", ledger_url=target)
+    summary = restore(destination, tmp_path / "restored", ledger_url=target)
     assert "postgres@" in summary.ledger_url
     assert set(store_blobs(tmp_path / "restored" / "store")) == set(store_blobs(config.store_root))
     assert committed_set(Ledger(target)) == committed_set(Ledger(original)) != set()

@@ -5,12 +5,9 @@ Keys are the filesystem's layout under the URI's prefix:
     PREFIX/quarantine/<sha256-hex>.<time>     blobs that failed a check
 Staging stays on local disk (STAGING under the local root), where the disk guard bounds it.
 
-A commit is a put-if-absent of a staged local file:
-- up to MULTIPART_THRESHOLD, one PutObject with `If-None-Match: *` and the bytes' sha256
-  as `x-amz-checksum-sha256`, which the server checks (BadDigest: HASH_MISMATCH);
-- above it, a multipart upload: parts of at least PART_SIZE, each with its own sha256
-  checksum, the whole file's sha256 in the object's metadata (S3 keeps only a composite
-  of the parts' checksums), completed with `If-None-Match: *`; any failure aborts it.
+A commit is a put-if-absent of a staged local file (transfer.upload_file: one PutObject,
+or a multipart upload above MULTIPART_THRESHOLD, each with `If-None-Match: *` and checked
+against the bytes' sha256).
 An upload that never completes is invisible: a worker killed mid-upload leaves no object,
 and `reconcile --repair` aborts what it left (`abort_unfinished_uploads`).
 412 means the name is taken: a HEAD then checks that the object there has the staged
@@ -24,6 +21,7 @@ import hashlib
 import os
 import re
 import shutil
+import socket
 import tempfile
 import time
 from contextlib import contextmanager
@@ -32,21 +30,27 @@ from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
 from media_crawler.errors import CrawlError, ErrorClass
-from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob, probe_local_folder
+from media_crawler.store.blob_store import CHUNK, BlobStore, StoredBlob, probe_local_folder, rehash
 from media_crawler.store.free_space import FreeSpace
 from media_crawler.store.s3.client import Head, S3Client, S3Error, S3Unreachable, checksum_b64
 from media_crawler.store.s3.settings import BucketUri, connection_from_environment, parse_uri
+from media_crawler.store.s3.transfer import MAX_PARTS, MULTIPART_THRESHOLD, SHA256_META, abort_quietly, upload_file
 
 BLOBS, STAGING, QUARANTINE, HEALTH = "sha256", "staging", "quarantine", ".health"
-MULTIPART_THRESHOLD = 16 * 1024**2
-PART_SIZE = 8 * 1024**2  # S3's floor is 5 MiB; at most MAX_PARTS parts, so huge files get larger ones
-MAX_PARTS = 10_000
 CONFLICT_ATTEMPTS = 4  # 409 ConditionalRequestConflict: a concurrent conditional write; start again
-SHA256_META = "sha256"
+# Puts the commit stage may run at once (pipeline/commit_ahead.py): an upload mostly waits on
+# the network; a few overlap well, many only queue at the server and its throttle.
+CONCURRENT_PUTS = 4
+LENT_PREFIX = ".lent-"  # .lent-<pid>-<host>-<random>: local_file's temporary copies
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]  # no '-' in it
+COPY_LIMIT = 5 * 1024**3  # S3's CopyObject copies up to 5 GiB; above, UploadPartCopy
+COPY_PART_SIZE = 512 * 1024**2  # a copied part (5 MiB to 5 GiB); at most MAX_PARTS of them
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class S3BlobStore(BlobStore):
+    concurrent_puts = CONCURRENT_PUTS
+
     def __init__(self, client: S3Client, uri: BucketUri, local_root: str | os.PathLike) -> None:
         self.client = client
         self.bucket, self.prefix = uri.bucket, uri.prefix
@@ -69,6 +73,7 @@ class S3BlobStore(BlobStore):
         except (S3Error, S3Unreachable) as exc:
             raise self._error(exc, "open the store") from None
         self.staging.mkdir(parents=True, exist_ok=True)
+        self.sweep_lent_copies()
         return self
 
     # -- names ------------------------------------------------------------------------
@@ -127,9 +132,11 @@ class S3BlobStore(BlobStore):
     @contextmanager
     def local_file(self, sha256: str) -> Iterator[Path]:
         """A temporary copy in the staging folder (never named *.part: not a download),
-        removed when the block ends."""
+        removed when the block ends, however it ends (a cut download, ffmpeg failing).
+        Its name holds this process's id and machine: a killed process's copies are swept
+        by the next `ensure` on this machine (sweep_lent_copies)."""
         self.staging.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(prefix=".lent-", dir=self.staging)
+        handle, name = tempfile.mkstemp(prefix=f"{LENT_PREFIX}{os.getpid()}-{_HOST}-", dir=self.staging)
         path = Path(name)
         try:
             with os.fdopen(handle, "wb") as out, self.open(sha256) as stream:
@@ -137,6 +144,18 @@ class S3BlobStore(BlobStore):
             yield path
         finally:
             path.unlink(missing_ok=True)
+
+    def sweep_lent_copies(self) -> list[Path]:
+        """Remove this machine's lent copies whose process is gone (killed inside a
+        `local_file` block). A live process's copies stay, whatever their age (ffmpeg may
+        be reading them), and so do another machine's (a staging folder on a shared disk)."""
+        removed = []
+        for path in self.staging.glob(f"{LENT_PREFIX}*") if self.staging.is_dir() else ():
+            owner, host = (path.name[len(LENT_PREFIX):].split("-") + ["", ""])[:2]
+            if host == _HOST and owner.isdigit() and not _process_alive(int(owner)):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        return removed
 
     def iter_sha256s(self) -> Iterator[str]:
         folder = self._key(BLOBS) + "/"
@@ -168,10 +187,11 @@ class S3BlobStore(BlobStore):
                 size = staged.stat().st_size
             for attempt in range(1, CONFLICT_ATTEMPTS + 1):
                 try:
-                    if size <= MULTIPART_THRESHOLD:
-                        created = self._put_single(staged, key, sha256, verify_hash)
+                    if size > MULTIPART_THRESHOLD and self.client.head_object(self.bucket, key) is not None:
+                        created = False  # stored already: no need to send gigabytes to hear 412
                     else:
-                        created = self._put_multipart(staged, key, sha256, size)
+                        created = upload_file(self.client, self.bucket, key, staged, sha256, size,
+                                              verify_hash=verify_hash)
                     break
                 except S3Error as exc:
                     if exc.status != 409 or attempt == CONFLICT_ATTEMPTS:
@@ -187,54 +207,24 @@ class S3BlobStore(BlobStore):
         staged.unlink(missing_ok=True)
         return StoredBlob(sha256, size, created=created)
 
-    def _put_single(self, staged: Path, key: str, sha256: str, verify_hash: bool) -> bool:
-        data = staged.read_bytes()
-        digest = hashlib.sha256(data).digest() if verify_hash else bytes.fromhex(sha256)
-        if digest.hex() != sha256:
-            raise CrawlError(ErrorClass.HASH_MISMATCH, "staged bytes do not hash to the expected name")
-        try:
-            self.client.put_object(self.bucket, key, data, digest,
-                                   headers={"If-None-Match": "*", f"x-amz-meta-{SHA256_META}": sha256})
-        except S3Error as exc:
-            if exc.status == 412:
-                return False
-            raise
-        return True
-
-    def _put_multipart(self, staged: Path, key: str, sha256: str, size: int) -> bool:
-        if self.client.head_object(self.bucket, key) is not None:
-            return False  # stored already: no need to send gigabytes to hear 412
-        part_size = max(PART_SIZE, -(-size // MAX_PARTS))
-        upload_id = self.client.create_multipart(self.bucket, key, {f"x-amz-meta-{SHA256_META}": sha256})
-        try:
-            whole, parts = hashlib.sha256(), []
-            with open(staged, "rb") as stream:
-                while data := stream.read(part_size):
-                    whole.update(data)
-                    digest = hashlib.sha256(data).digest()
-                    number = len(parts) + 1
-                    parts.append((number, self.client.upload_part(self.bucket, key, upload_id, number, data, digest),
-                                  digest))
-            if whole.hexdigest() != sha256:
-                raise CrawlError(ErrorClass.HASH_MISMATCH, "staged bytes do not hash to the expected name")
-            try:
-                self.client.complete_multipart(self.bucket, key, upload_id, parts, headers={"If-None-Match": "*"})
-            except S3Error as exc:
-                if exc.status == 412:
-                    return False
-                raise
-            upload_id = None  # completed: nothing to abort
-            return True
-        finally:
-            if upload_id is not None:
-                self._abort_quietly(key, upload_id)
-
-    def _abort_quietly(self, key: str, upload_id: str) -> None:
-        """Best effort: an upload this leaves is aborted by `reconcile --repair`."""
-        try:
-            self.client.abort_multipart(self.bucket, key, upload_id)
-        except (S3Error, S3Unreachable):
-            pass
+    def recorded_problem(self, sha256: str, size: int | None = None) -> str | None:
+        """One HEAD: present, of `size` bytes, its recorded sha256 (our metadata, and the
+        single PUT's checksum the server verified on upload) equal to its name. An object
+        with neither record (not written by this store) is read back and hashed."""
+        sha256 = sha256.lower()
+        head = self._head(sha256)
+        if head is None:
+            return "missing"
+        if size is not None and head.size != size:
+            return "size"
+        recorded = head.metadata.get(SHA256_META)
+        checksum = head.checksum_sha256 if head.checksum_sha256 and "-" not in head.checksum_sha256 else None
+        if recorded is None and checksum is None:
+            return None if rehash(self, sha256) == sha256 else "hash"
+        if (recorded is not None and recorded != sha256) or (
+                checksum is not None and checksum != checksum_b64(bytes.fromhex(sha256))):
+            return "hash"
+        return None
 
     def _check_stored(self, key: str, sha256: str, size: int) -> None:
         """The object under our name is the staged file's bytes: its size, and its sha256
@@ -269,11 +259,19 @@ class S3BlobStore(BlobStore):
             staged.unlink(missing_ok=True)
 
     def quarantine(self, sha256: str) -> str:
-        """Copied aside, then deleted from its name (S3 has no rename)."""
+        """Copied aside, then deleted from its name (S3 has no rename). S3's CopyObject
+        copies at most COPY_LIMIT bytes: a larger object is copied part by part
+        (UploadPartCopy, within the server), its metadata kept."""
         key = self.key_for(sha256)
         target = self._key(QUARANTINE, f"{sha256}.{int(time.time())}")
         try:
-            self.client.copy_object(self.bucket, key, target)
+            head = self.client.head_object(self.bucket, key)
+            if head is None:
+                raise FileNotFoundError(2, "blob not in the store", self.location(sha256))
+            if head.size > COPY_LIMIT:
+                self._copy_in_parts(key, target, head)
+            else:
+                self.client.copy_object(self.bucket, key, target)
             self.client.delete_object(self.bucket, key)
         except (S3Error, S3Unreachable) as exc:
             raise self._error(exc, "quarantine") from None
@@ -286,6 +284,22 @@ class S3BlobStore(BlobStore):
             self.client.delete_object(self.bucket, self.key_for(sha256))
         except (S3Error, S3Unreachable) as exc:
             raise self._error(exc, "release") from None
+
+    def _copy_in_parts(self, key: str, target: str, head: Head) -> None:
+        metadata = {f"x-amz-meta-{name}": value for name, value in head.metadata.items()}
+        upload_id = self.client.create_multipart(self.bucket, target, metadata, checksums=False)
+        try:
+            part_size = max(COPY_PART_SIZE, -(-head.size // MAX_PARTS))
+            parts = []
+            for number, first in enumerate(range(0, head.size, part_size), start=1):
+                last = min(first + part_size, head.size) - 1
+                parts.append((number, self.client.upload_part_copy(self.bucket, target, upload_id, number, key,
+                                                                   first, last), None))
+            self.client.complete_multipart(self.bucket, target, upload_id, parts)
+            upload_id = None
+        finally:
+            if upload_id is not None:
+                abort_quietly(self.client, self.bucket, target, upload_id)
 
     @contextmanager
     def deferred_sync(self):
@@ -339,6 +353,20 @@ class S3BlobStore(BlobStore):
     # -- errors -----------------------------------------------------------------------
     def _error(self, exc: Exception, doing: str) -> CrawlError:
         return s3_crawl_error(exc, f"{doing} s3://{self.bucket}")
+
+
+def _process_alive(pid: int) -> bool:
+    """Is there a process `pid` on this machine (staging is local to it)? A pid reused
+    since only keeps a stale copy a little longer."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
 
 
 def s3_crawl_error(exc: Exception, doing: str) -> CrawlError:

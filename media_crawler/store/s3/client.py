@@ -162,9 +162,17 @@ class S3Client:
         self.request("DELETE", bucket, key)
 
     def copy_object(self, bucket: str, source_key: str, target_key: str) -> None:
-        self.request("PUT", bucket, target_key,
-                     headers={"x-amz-copy-source": "/" + uri_encode(bucket, keep_slash=False) + "/"
-                              + uri_encode(source_key, keep_slash=True)})
+        """CopyObject: S3 copies at most COPY_LIMIT bytes this way (upload_part_copy above)."""
+        self.request("PUT", bucket, target_key, headers={"x-amz-copy-source": _copy_source(bucket, source_key)})
+
+    def upload_part_copy(self, bucket: str, key: str, upload_id: str, number: int, source_key: str,
+                         first: int, last: int) -> str:
+        """UploadPartCopy of bytes first..last (inclusive) of source_key; the part's ETag."""
+        response = self.request("PUT", bucket, key, query={"partNumber": str(number), "uploadId": upload_id},
+                                headers={"x-amz-copy-source": _copy_source(bucket, source_key),
+                                         "x-amz-copy-source-range": f"bytes={first}-{last}"})
+        root = ET.fromstring(response.content)
+        return root.findtext(f"{_NS}ETag") or root.findtext("ETag") or ""
 
     def list_keys(self, bucket: str, prefix: str) -> Iterator[tuple[str, int]]:
         """(key, size) of every object under `prefix` (ListObjectsV2, page by page)."""
@@ -185,9 +193,11 @@ class S3Client:
         self.request("GET", bucket, query={"list-type": "2", "max-keys": "1", "prefix": prefix})
 
     # -- multipart --------------------------------------------------------------------
-    def create_multipart(self, bucket: str, key: str, headers: Mapping[str, str]) -> str:
+    def create_multipart(self, bucket: str, key: str, headers: Mapping[str, str], *, checksums: bool = True) -> str:
+        """checksums: each part is sent with its sha256 (a copy's parts are not sent: False)."""
+        algorithm = {"x-amz-checksum-algorithm": "SHA256"} if checksums else {}
         root = ET.fromstring(self.request("POST", bucket, key, query={"uploads": ""},
-                                          headers={"x-amz-checksum-algorithm": "SHA256", **headers}).content)
+                                          headers={**algorithm, **headers}).content)
         return root.findtext(f"{_NS}UploadId") or ""
 
     def upload_part(self, bucket: str, key: str, upload_id: str, number: int, body: bytes, digest: bytes) -> str:
@@ -199,10 +209,12 @@ class S3Client:
 
     def complete_multipart(self, bucket: str, key: str, upload_id: str, parts: list[tuple[int, str, bytes]], *,
                            headers: Mapping[str, str] | None = None) -> None:
-        """parts: (number, ETag, sha256 digest). S3 may answer 200 with an <Error> body."""
+        """parts: (number, ETag, sha256 digest or None for a copied part). S3 may answer 200
+        with an <Error> body."""
         body = ("<CompleteMultipartUpload>" + "".join(
             f"<Part><PartNumber>{number}</PartNumber><ETag>{etag}</ETag>"
-            f"<ChecksumSHA256>{checksum_b64(digest)}</ChecksumSHA256></Part>" for number, etag, digest in parts)
+            + (f"<ChecksumSHA256>{checksum_b64(digest)}</ChecksumSHA256>" if digest is not None else "")
+            + "</Part>" for number, etag, digest in parts)
             + "</CompleteMultipartUpload>").encode()
         response = self.request("POST", bucket, key, query={"uploadId": upload_id}, body=body, headers=headers)
         root = ET.fromstring(response.content) if response.content.strip() else None
@@ -230,6 +242,10 @@ class S3Client:
                 return
             markers = {"key-marker": root.findtext(f"{_NS}NextKeyMarker") or "",
                        "upload-id-marker": root.findtext(f"{_NS}NextUploadIdMarker") or ""}
+
+
+def _copy_source(bucket: str, key: str) -> str:
+    return "/" + uri_encode(bucket, keep_slash=False) + "/" + uri_encode(key, keep_slash=True)
 
 
 def _error_of(response: requests.Response) -> S3Error:

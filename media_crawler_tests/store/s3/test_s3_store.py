@@ -197,3 +197,100 @@ def test_a_put_whose_staged_file_went_after_the_upload_finds_the_object(s3_serve
     assert again == s3_blob_store.StoredBlob(digest, len(data), created=False)
     with pytest.raises(CrawlError):
         store.put_if_absent(store.staging_path("task-2"), hashlib.sha256(b"never uploaded").hexdigest())
+
+
+def test_quarantine_above_the_copy_limit_copies_part_by_part(s3_server, tmp_path, monkeypatch):
+    """S3's CopyObject stops at 5 GiB: above the limit (lowered here) the object is copied by
+    UploadPartCopy, whole, its metadata kept, and the name is freed."""
+    import io
+
+    monkeypatch.setattr(s3_blob_store, "COPY_LIMIT", 6 * 1024 * 1024)
+    monkeypatch.setattr(s3_blob_store, "COPY_PART_SIZE", 5 * 1024 * 1024)
+    store = open_store(s3_server, tmp_path)
+    data = os.urandom(11 * 1024 * 1024)
+    digest = store.put_stream_if_absent(io.BytesIO(data)).sha256
+    copies = []
+    request = S3Client.request
+
+    def noting(self, method, bucket, key="", **kwargs):
+        if "x-amz-copy-source" in (kwargs.get("headers") or {}):
+            copies.append((kwargs["headers"].get("x-amz-copy-source-range"),
+                           (kwargs.get("query") or {}).get("partNumber")))
+        return request(self, method, bucket, key, **kwargs)
+
+    monkeypatch.setattr(S3Client, "request", noting)
+    where = store.quarantine(digest)
+    assert copies == [("bytes=0-5242879", "1"), ("bytes=5242880-10485759", "2"), ("bytes=10485760-11534335", "3")]
+    assert not store.exists(digest)
+    key = where[len(f"s3://{store.bucket}/"):]
+    assert hashlib.sha256(s3_server.client().get_object(store.bucket, key).content).hexdigest() == digest
+    assert s3_server.client().head_object(store.bucket, key).metadata["sha256"] == digest
+    assert uploads(s3_server, store) == []
+
+
+def test_quarantine_at_or_below_the_copy_limit_is_one_copy(s3_server, tmp_path, monkeypatch):
+    import io
+
+    store = open_store(s3_server, tmp_path)
+    digest = store.put_stream_if_absent(io.BytesIO(b"small and corrupt")).sha256
+    where = store.quarantine(digest)
+    key = where[len(f"s3://{store.bucket}/"):]
+    assert s3_server.client().get_object(store.bucket, key).content == b"small and corrupt"
+    assert not store.exists(digest)
+
+
+KILLED_LENDING = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    from media_crawler.store.s3 import client
+    from media_crawler.store.s3.blob_store import S3BlobStore
+    from media_crawler.store.s3.settings import parse_uri
+    from media_crawler.store.s3.sigv4 import Credentials
+
+    endpoint, uri, local, key, secret, digest = sys.argv[1:7]
+    store = S3BlobStore(client.S3Client(endpoint, "us-east-1", Credentials(key, secret)), parse_uri(uri), Path(local))
+    with store.local_file(digest) as lent:
+        os.kill(os.getpid(), 9)  # killed while ffmpeg would read the copy: no finally runs
+""")
+
+
+def lent_copies(store: S3BlobStore) -> list[str]:
+    return sorted(path.name for path in store.staging.glob(".lent-*"))
+
+
+def test_a_lent_copy_is_removed_however_the_block_ends(s3_server, tmp_path):
+    import io
+
+    store = open_store(s3_server, tmp_path)
+    digest = store.put_stream_if_absent(io.BytesIO(b"a track")).sha256
+    with store.local_file(digest) as lent:
+        assert lent.read_bytes() == b"a track" and lent_copies(store) == [lent.name]
+    assert lent_copies(store) == []
+    with pytest.raises(RuntimeError), store.local_file(digest):
+        raise RuntimeError("ffmpeg failed")
+    assert lent_copies(store) == []
+    with pytest.raises(FileNotFoundError), store.local_file(hashlib.sha256(b"absent").hexdigest()):
+        pass
+    assert lent_copies(store) == [], "a download that fails leaves no copy either"
+
+
+def test_a_killed_processs_lent_copy_is_swept_when_the_store_is_next_opened_and_a_live_ones_is_kept(
+        s3_server, tmp_path):
+    import io
+
+    store = open_store(s3_server, tmp_path / "local")
+    digest = store.put_stream_if_absent(io.BytesIO(b"a track")).sha256
+    killed = subprocess.run([sys.executable, "-c", KILLED_LENDING, s3_server.endpoint, str(store.uri),
+                             str(tmp_path / "local"), ACCESS_KEY, SECRET_KEY, digest],
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    [left] = lent_copies(store)
+    assert (store.staging / left).read_bytes() == b"a track"
+    other_machine = store.staging / f".lent-{os.getpid() + 1}-0123abcd-xyz"
+    other_machine.write_bytes(b"")
+    with store.local_file(digest) as live:
+        open_store(s3_server, tmp_path / "local", str(store.uri))  # another run starts on this machine
+        assert lent_copies(store) == sorted([live.name, other_machine.name]), \
+            "the killed process's copy is gone; a live one and another machine's are kept"
+    assert lent_copies(store) == [other_machine.name]
