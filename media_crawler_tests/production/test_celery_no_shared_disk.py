@@ -58,6 +58,7 @@ class Deployment:
     worker_homes: dict[str, Path]
     celery_file: dict[str, Path]
     queue: str
+    broker: str
     uri: str
     partitions: list[str]
     config_path: Path
@@ -86,7 +87,7 @@ def deployment(pg_env, crawl_home, simulator, celery_yaml, s3_server, tmp_path, 
     for name, value in s3_server.environment.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
-    config_file, queue, _broker = celery_yaml
+    config_file, queue, broker = celery_yaml
     uri = s3_server.new_uri()
     dagster_home = write_postgres_home(tmp_path / "dagster_home", workers=4)
     config_path = write_config(crawl_home, simulator, SOURCES)
@@ -115,12 +116,48 @@ def deployment(pg_env, crawl_home, simulator, celery_yaml, s3_server, tmp_path, 
                             "DAGSTER_HOME": str(own_dagster), CELERY_CONFIG_ENV: str(own_celery)}
         worker_homes[name], celery_files[name] = home, own_celery
     partitions = sorted({f"{DAY}|{config.layout.shard_of(key)}" for key in SOURCE_KEYS})
-    return Deployment(env, dagster_home, worker_env, worker_homes, celery_files, queue, uri, partitions, config_path)
+    return Deployment(env, dagster_home, worker_env, worker_homes, celery_files, queue, broker, uri, partitions,
+                      config_path)
 
 
 def runs_finished(instance):
     runs = instance.get_runs(filters=RunsFilter(job_name=CELERY_JOB_NAME))
     return runs if runs and all(run.status in FINISHED_RUN for run in runs) else None
+
+
+def steps_by_worker(instance, run_id: str) -> dict[str, str]:
+    """step key -> the Celery worker node that executed it (the step's "Celery worker" engine event)."""
+    from dagster import DagsterEventType
+
+    placed = {}
+    for record in instance.get_records_for_run(run_id, of_type=DagsterEventType.ENGINE_EVENT, limit=1000).records:
+        metadata = record.event_log_entry.dagster_event.engine_event_data.metadata or {}
+        if "Celery worker" in metadata:
+            placed[record.event_log_entry.step_key] = str(metadata["Celery worker"].value).split("-", 1)[0]  # w1 or w2
+    return placed
+
+
+def worker_running(instance, step_key: str, node: str) -> str | None:
+    """The full Celery name of `node` once it has started `step_key` in a run of the job, else None."""
+    for run in instance.get_runs(filters=RunsFilter(job_name=CELERY_JOB_NAME)):
+        from dagster import DagsterEventType
+
+        for record in instance.get_records_for_run(run.run_id, of_type=DagsterEventType.ENGINE_EVENT,
+                                                   limit=1000).records:
+            metadata = record.event_log_entry.dagster_event.engine_event_data.metadata or {}
+            name = str(metadata["Celery worker"].value) if "Celery worker" in metadata else ""
+            if record.event_log_entry.step_key == step_key and name.split("@")[0] == node:
+                return name
+    return None
+
+
+def stop_consuming(broker: str, queue: str, worker: str) -> None:
+    """Tell the Celery worker `worker` to take nothing more from `queue` (the step it runs goes on)."""
+    from celery import Celery
+
+    app = Celery(broker=broker)
+    replies = app.control.cancel_consumer(queue, destination=[worker], reply=True, timeout=10)
+    assert replies, f"{worker} did not answer the broker's cancel_consumer"
 
 
 def full_answers(simulator) -> Counter:
@@ -173,15 +210,22 @@ def test_a_crawl_split_across_two_workers_commits_every_item_once(deployment, si
     expected, paths = expected_media(simulator)
     before = full_answers(simulator)
     with ServiceGroup(deployment.env, log_dir=tmp_path / "logs") as group:
-        for name in WORKERS:
-            deployment.start_worker(group, name)
+        deployment.start_worker(group, "w1")  # alone at first: the first download step is its
         group.start_daemon()
         deployment.backfill()
         with DagsterInstance.from_config(str(deployment.dagster_home)) as instance:
+            w1 = wait_until(lambda: worker_running(instance, "media_downloads", deployment.node("w1")), timeout=300,
+                            interval=0.2, what="a download step on w1", on_tick=group.check_alive)
+            # w1 finishes that download step and takes no further step: the run's verify and
+            # commit steps, and whatever else is left, run on w2, which sees nothing of w1's disk.
+            stop_consuming(deployment.broker, deployment.queue, w1)
+            deployment.start_worker(group, "w2")
             runs = wait_until(lambda: runs_finished(instance) if len(instance.get_runs(
                 filters=RunsFilter(job_name=CELERY_JOB_NAME))) >= len(deployment.partitions) else None,
                 timeout=420, what="the split crawl's runs", on_tick=group.check_alive)
             workers = celery_workers_of(instance, [run.run_id for run in runs])
+            placement = {run.run_id: steps_by_worker(instance, run.run_id) for run in runs}
+    print(f"steps by worker: {placement}")
     after = full_answers(simulator)
     twice = downloaded_twice(before, after, paths)
     assert all(after[path] > before[path] for path in paths), "every media file was fetched whole (the count is real)"
@@ -189,6 +233,8 @@ def test_a_crawl_split_across_two_workers_commits_every_item_once(deployment, si
 
     assert {run.status for run in runs} == {DagsterRunStatus.SUCCESS}
     assert {name.split("@")[0] for name in workers} == {deployment.node(name) for name in WORKERS}, workers
+    assert any(steps.get("media_downloads") == "w1" and steps.get("committed_media") == "w2"
+               for steps in placement.values()), f"no run was split between the machines: {placement}"
     assert_converged(deployment, s3_server, expected)
     assert twice == [], "a step on the other machine made an item be downloaded again"
     # Only the staging folders were ever written on the workers' disks: no blob is local.
