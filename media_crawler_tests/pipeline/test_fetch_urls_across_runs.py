@@ -162,7 +162,10 @@ def test_a_file_that_never_verifies_stops_after_the_bad_bytes_limit(server, one_
     while runtime.ledger.state_counts().get("retry_wait", 0) + runtime.ledger.state_counts().get("discovered", 0):
         assert steps <= limit, f"still retried after {steps} download steps: {only_task(store)}"
         workers = Workers(1, after_download=lambda item: verify_and_commit(runtime, item))
-        download_partition(runtime, source, None, workers=workers, ignore_backoff=True)
+        report = download_partition(runtime, source, None, workers=workers, ignore_backoff=True)
+        # The verify that failed in the worker is the step's unfinished item (a Dagster step
+        # retries on those), not an ok download.
+        assert report.still_unfinished == 1 and [f.error_class for f in report.failed_items] == ["hash_mismatch"]
         steps += 1
     task = only_task(store)
     assert task.state == "failed" and task.error_class == "hash_mismatch"
