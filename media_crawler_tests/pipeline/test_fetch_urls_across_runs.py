@@ -26,6 +26,7 @@ from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
 from media_crawler.store.database import dispose_engines
 from media_crawler.store.ledger import Ledger
+from media_crawler.store.transitions import Released, Verified
 from media_crawler_tests.download.httpserver import Reply, ScriptedServer
 from media_crawler_sim.hostile.builders import image_bytes
 
@@ -146,6 +147,39 @@ def test_a_part_lost_before_verify_is_downloaded_again_without_its_hash(server, 
     verify_partition(runtime, source, None)
     commit_partition(runtime, source, None)
     assert only_task(store).state == "committed" and len(server.requests_to("/photo.png")) == 2
+
+
+def test_a_row_whose_part_is_on_another_machine_goes_back_to_download_there_unless_a_live_worker_holds_it(
+        server, tmp_path):
+    """Workers that share no disk (docs/DESIGN.md): machine B's verify and commit steps meet rows
+    whose .part is on machine A's disk. A row A's live stage holds is left alone; a free one is
+    sent back to the download stage (never waited for), downloaded again on B and committed."""
+    from media_crawler.store.leases import claim_in_state
+
+    body = image_bytes("PNG")
+    url = server.route("/photo.png", Reply(body, content_type="image/png"))
+    store_a = tmp_path / "machine-a"
+    runtime_a, source = list_runtime(server, store_a, [{"url": url}])
+    config_b = replace(runtime_a.config, store_root=tmp_path / "machine-b")
+    runtime_b = Runtime.from_config(config_b, ledger=runtime_a.ledger)
+    download_partition(runtime_a, source, None, workers=Workers(1))
+    verify_partition(runtime_a, source, None)
+    assert only_task(store_a).state == "verified"
+
+    # A's commit step holds the row (a live worker on another host): B takes nothing from it.
+    [held] = claim_in_state(runtime_a.ledger, "verified", source_key=None, day=None, owner="host-a/1/1:run:nonce")
+    commit_partition(runtime_b, source, None)
+    assert (only_task(store_a).state, ledger_values(store_a, "lease_owner")) == ("verified", ("host-a/1/1:run:nonce",))
+
+    runtime_a.ledger.apply([(held.id, "host-a/1/1:run:nonce", Released(Verified()))])  # A hands it back
+    commit_partition(runtime_b, source, None)  # B has no .part of it, and the store no blob
+    task = only_task(store_a)
+    assert (task.state, task.sha256) == ("discovered", None)
+    download_partition(runtime_b, source, None, workers=Workers(1))
+    verify_partition(runtime_b, source, None)
+    commit_partition(runtime_b, source, None)
+    assert only_task(store_a).state == "committed" and len(server.requests_to("/photo.png")) == 2
+    assert not list((tmp_path / "machine-b" / "staging").glob("*.part"))
 
 
 def test_a_file_that_never_verifies_stops_after_the_bad_bytes_limit(server, one_download_per_run, tmp_path):
