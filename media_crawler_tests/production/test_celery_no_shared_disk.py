@@ -14,15 +14,13 @@ import hashlib
 import os
 import signal
 import subprocess
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
-from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
-from sqlalchemy import select
+from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
 from media_crawler.commands.crawl import prepare_home
 from media_crawler.config import load_config
@@ -30,7 +28,7 @@ from media_crawler.defs.celery import CELERY_JOB_NAME
 from media_crawler.deploy.services import BIN, WORKSPACE, ServiceGroup, dagster_env
 from media_crawler.crashpoints import AFTER_PART_WRITE
 from media_crawler.environment import CELERY_CONFIG_ENV, CRASH_ENV
-from media_crawler.store.ledger import DOWNLOADING, T, Ledger
+from media_crawler.store.ledger import DOWNLOADING, Ledger
 from media_crawler.store.s3.settings import parse_uri
 from media_crawler_tests import services
 from media_crawler_tests.conftest import write_config
@@ -125,29 +123,27 @@ def runs_finished(instance):
     return runs if runs and all(run.status in FINISHED_RUN for run in runs) else None
 
 
-def steps_by_worker(instance, run_id: str) -> dict[str, str]:
-    """step key -> the Celery worker node that executed it (the step's "Celery worker" engine event)."""
-    from dagster import DagsterEventType
-
+def placements(instance, run_id: str) -> dict[str, str]:
+    """step key -> the Celery worker that executed it (`name@host`, from the step's "Celery worker" engine event)."""
     placed = {}
     for record in instance.get_records_for_run(run_id, of_type=DagsterEventType.ENGINE_EVENT, limit=1000).records:
         metadata = record.event_log_entry.dagster_event.engine_event_data.metadata or {}
         if "Celery worker" in metadata:
-            placed[record.event_log_entry.step_key] = str(metadata["Celery worker"].value).split("-", 1)[0]  # w1 or w2
+            placed[record.event_log_entry.step_key] = str(metadata["Celery worker"].value)
     return placed
+
+
+def steps_by_worker(instance, run_id: str) -> dict[str, str]:
+    """step key -> w1 or w2."""
+    return {step: name.split("-", 1)[0] for step, name in placements(instance, run_id).items()}
 
 
 def worker_running(instance, step_key: str, node: str) -> str | None:
     """The full Celery name of `node` once it has started `step_key` in a run of the job, else None."""
     for run in instance.get_runs(filters=RunsFilter(job_name=CELERY_JOB_NAME)):
-        from dagster import DagsterEventType
-
-        for record in instance.get_records_for_run(run.run_id, of_type=DagsterEventType.ENGINE_EVENT,
-                                                   limit=1000).records:
-            metadata = record.event_log_entry.dagster_event.engine_event_data.metadata or {}
-            name = str(metadata["Celery worker"].value) if "Celery worker" in metadata else ""
-            if record.event_log_entry.step_key == step_key and name.split("@")[0] == node:
-                return name
+        name = placements(instance, run.run_id).get(step_key, "")
+        if name.split("@")[0] == node:
+            return name
     return None
 
 
@@ -242,8 +238,7 @@ def test_a_crawl_split_across_two_workers_commits_every_item_once(deployment, si
 
 
 def _downloading(ledger: Ledger) -> int:
-    with ledger.engine.connect() as conn:
-        return len(conn.execute(select(T.c.id).where(T.c.state == DOWNLOADING)).fetchall())
+    return ledger.state_counts().get(DOWNLOADING, 0)
 
 
 def test_a_worker_killed_mid_download_the_other_and_a_relaunch_converge(deployment, simulator, s3_server, tmp_path):
