@@ -26,7 +26,7 @@ from media_crawler.errors import CrawlError, ErrorClass, policy_for
 from media_crawler.models import DayWindow, Lease
 from media_crawler.observe.events import correlation, current_correlation, log_item, one_line_for_stages
 from media_crawler.observe.progress import LogSink, Progress
-from media_crawler.pipeline.report import StageReport
+from media_crawler.pipeline.report import BYTES_COMMITTED, StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.pipeline.scheduling import SizeAwareOrder
@@ -322,6 +322,8 @@ def _count_follow_up(report: StageReport, task: Task, settled: Any) -> None:
     elif settled.stored is not None:
         counted = "items_committed" if settled.stored.created else "items_deduplicated"
         report.extra[counted] = report.extra.get(counted, 0) + 1
+        if settled.stored.created:  # what the commit step reports as `bytes` when it commits
+            report.extra[BYTES_COMMITTED] = report.extra.get(BYTES_COMMITTED, 0) + settled.stored.size
 
 
 def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError]) -> Transition:
