@@ -204,9 +204,13 @@ def _empty_sources(result, key: str) -> tuple[str, ...]:
 
 
 def _committed_bytes(result, key: str) -> int:
-    """Bytes the partition's committed_media materialization reports (0 when it did not materialize)."""
+    """Bytes the partition's run stored: committed_media's `bytes`, plus what its download step
+    committed itself (an object store: pipeline/settle_in_place.py); 0 when nothing materialized."""
+    from media_crawler.pipeline.report import BYTES_COMMITTED
+
     total = 0
-    for materialization in _materializations(result, "committed_media", key):
-        value = materialization.metadata.get("bytes")
-        total += int(getattr(value, "value", value) or 0)
+    for asset, name in (("committed_media", "bytes"), ("media_downloads", BYTES_COMMITTED)):
+        for materialization in _materializations(result, asset, key):
+            value = materialization.metadata.get(name)
+            total += int(getattr(value, "value", value) or 0)
     return total

@@ -13,6 +13,7 @@ once for the code location's configuration.
 import time
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 from dagster import (
     AssetCheckResult,
@@ -45,10 +46,10 @@ from media_crawler.defs.partitions import crawl_partitions
 from media_crawler.errors import POLICIES, FinalState
 from media_crawler.defs.resources import PlatformsResource
 from media_crawler.pipeline.discover import ShardDiscovery, discover_sources
-from media_crawler.pipeline.download import download_partition
 from media_crawler.pipeline.integrity import PartitionProgress, partition_blob_mismatches, partition_progress
 from media_crawler.pipeline.mux_tracks import mux_partition
 from media_crawler.pipeline.report import StageReport
+from media_crawler.pipeline.settle_in_place import download_stage, settles_in_place
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
 from media_crawler.store.source_state import iso_time, open_feed_errors
 from media_crawler.scrub import excerpt, scrub_text, scrub_url
@@ -162,9 +163,21 @@ class PartitionCommit:
         return _metadata(self.report, sources=len(self.scope.sources), **self.progress.as_metadata())
 
 
-def _commit_one(scope: Scope) -> PartitionCommit:
+def _run_started(context: AssetExecutionContext) -> float | None:
+    """When this run started (Dagster's record), or None when it has no start time."""
+    record = context.instance.get_run_record_by_id(context.run_id)
+    return record.start_time if record is not None else None
+
+
+def _commit_one(scope: Scope, run_started: Callable[[], float | None] = lambda: None) -> PartitionCommit:
     runtime, sources, window = scope.runtime, scope.sources, scope.window
     commit_started = time.time()
+    # With an object store this run's commits were made by its download step
+    # (pipeline/settle_in_place.py): re-hash what was committed since the run started.
+    # (Another machine's clock wrote committed_at: a skew of seconds only spares a blob its re-hash.)
+    run_start = run_started() if settles_in_place(runtime) else None
+    if run_start is not None:
+        commit_started = min(commit_started, run_start)
     report = commit_partition(runtime, sources, window)
     mux_partition(runtime, sources, window, report)
     progress = partition_progress(runtime, sources, window)
@@ -248,7 +261,7 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
         Range/If-Range after a cut, retried per item by error class (Retry-After
         honoured), within the platform's shared rate budget.
         """
-        outcome = each_partition(context, platforms, lambda scope: download_partition(
+        outcome = each_partition(context, platforms, lambda scope: download_stage(
             scope.runtime, scope.sources, scope.window, run_id=context.run_id, ignore_backoff=context.retry_number > 0))
         reports = [report for _scope, report in outcome.done.values()]
         halted = any(report.extra.get("platforms_halted", 0) for report in reports)
@@ -296,7 +309,7 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
         day; permanently unavailable items are reported by a check but do not
         keep the partition red.
         """
-        outcome = each_partition(context, platforms, _commit_one)
+        outcome = each_partition(context, platforms, lambda scope: _commit_one(scope, lambda: _run_started(context)))
         commits = [commit for _scope, commit in outcome.done.values()]
         failed = [commit for commit in commits if commit.problem()]
         healthy = {commit.scope.key: commit.metadata() for commit in commits if not commit.problem()}

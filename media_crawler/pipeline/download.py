@@ -26,7 +26,7 @@ from media_crawler.errors import CrawlError, ErrorClass, policy_for
 from media_crawler.models import DayWindow, Lease
 from media_crawler.observe.events import correlation, current_correlation, log_item, one_line_for_stages
 from media_crawler.observe.progress import LogSink, Progress
-from media_crawler.pipeline.report import StageReport
+from media_crawler.pipeline.report import BYTES_COMMITTED, StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.pipeline.scheduling import SizeAwareOrder
@@ -308,6 +308,24 @@ def _download_one(runtime: Runtime, task: Task, step: _BatchContext) -> ItemOutc
                        validator=attempts["validator"])
 
 
+def _count_follow_up(report: StageReport, task: Task, settled: Any) -> None:
+    """What settling the item in the worker did, in the download report: a failed verify or
+    commit is an unfinished item like a failed download (the step's retry and the
+    partition's failure look at those), a commit is counted as stored or deduplicated."""
+    if settled.error is not None:
+        state = settled.transition.columns()["state"]
+        report.add_failure(task.canonical_url, settled.error.error_class.value, settled.error.message, state)
+        if state == GONE:
+            report.gone += 1
+        else:
+            report.still_unfinished += 1
+    elif settled.stored is not None:
+        counted = "items_committed" if settled.stored.created else "items_deduplicated"
+        report.extra[counted] = report.extra.get(counted, 0) + 1
+        if settled.stored.created:  # what the commit step reports as `bytes` when it commits
+            report.extra[BYTES_COMMITTED] = report.extra.get(BYTES_COMMITTED, 0) + settled.stored.size
+
+
 def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError]) -> Transition:
     """Turn one item's outcome into its ledger transition and its log line."""
     task = item.task
@@ -333,6 +351,7 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
         # Settled in the worker (fetch-urls): one line for the three stages, not three
         # (at thousands of items a second the lines were a tenth of the interpreter's work).
         log_item(**one_line_for_stages([line, *item.follow_up.lines]))
+        _count_follow_up(report, task, item.follow_up)
         return Then(downloaded, item.follow_up.transition)
     error = item.error
     if task.platform in halted and error is halted[task.platform] and item.duration_ms == 0.0:

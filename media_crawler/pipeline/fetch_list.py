@@ -26,14 +26,12 @@ from media_crawler.errors import CrawlError
 from media_crawler.sessions import make_session
 from media_crawler.models import DayWindow, Source
 from media_crawler.pipeline.discover import discover
-from media_crawler.pipeline.download import ItemOutcome, Workers, download_partition
+from media_crawler.pipeline.download import Workers, download_partition
 from media_crawler.pipeline.runtime import Runtime
-from media_crawler.pipeline.settle import Settled, commit_staged, verify_staged
+from media_crawler.pipeline.settle_in_place import verify_and_commit
 from media_crawler.pipeline.shard_processes import ShardProcesses
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
-from media_crawler.crashpoints import AFTER_VERIFY, crash_point
 from media_crawler.store.ledger import CLAIM_LIMIT, FINISHED_STATES
-from media_crawler.store.transitions import Then
 
 
 # A list item still failing after the stage's in-step attempts (4, with
@@ -120,25 +118,3 @@ def _download_pass(runtime: Runtime, source: Source, threads: int, shard: tuple[
     # batch, made before the batch is recorded (pipeline/download.py `_apply`).
     with runtime.store.deferred_sync():
         return download_partition(runtime, source, None, workers=workers, ignore_backoff=True, shard=shard)
-
-
-def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> Settled:
-    """Stages 3 and 4 for one item, in the download worker, on the .part it just wrote:
-    the settle path the Dagster stages take too (pipeline/settle.py), with one difference,
-    and why it is safe: the store does not re-hash the .part. Its sha256 was computed by
-    this worker over the very bytes it wrote and fsynced a moment ago, and the staging
-    name belongs to this task's lease, so nothing else has written to it; a re-read would
-    come from the page cache and prove nothing more. For the same reason it is not fsynced
-    twice. (commit_partition, which takes .parts of earlier runs, still re-hashes and fsyncs.)
-    The link's folders are made durable once per ledger batch, before the batch that
-    says committed (`_download_pass`); the file's bytes were fsynced before the link.
-    """
-    task, result = item.task, item.result
-    verified = verify_staged(runtime, task, sha256=result.sha256, size=result.size, attempts=item.attempts)
-    if verified.error is not None:
-        return verified
-    crash_point(AFTER_VERIFY)
-    committed = commit_staged(runtime, task, sha256=result.sha256, size=result.size, attempts=item.attempts,
-                              hashed_here=True)
-    return Settled(Then(verified.transition, committed.transition), verified.lines + committed.lines,
-                   committed.error, committed.stored)

@@ -6,6 +6,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+# The download step's metadata: the bytes it stored by settling items itself
+# (pipeline/settle_in_place.py), counted where a commit step's report counts `bytes`.
+BYTES_COMMITTED = "bytes_committed"
+
 
 @dataclass
 class FailedItem:

@@ -21,11 +21,12 @@ from media_crawler.models import DayWindow
 from media_crawler.platforms.registry import parse_source
 from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import Workers, download_partition
-from media_crawler.pipeline.fetch_list import verify_and_commit
+from media_crawler.pipeline.settle_in_place import verify_and_commit
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
 from media_crawler.store.database import dispose_engines
 from media_crawler.store.ledger import Ledger
+from media_crawler.store.transitions import Released, Verified
 from media_crawler_tests.download.httpserver import Reply, ScriptedServer
 from media_crawler_sim.hostile.builders import image_bytes
 
@@ -148,6 +149,39 @@ def test_a_part_lost_before_verify_is_downloaded_again_without_its_hash(server, 
     assert only_task(store).state == "committed" and len(server.requests_to("/photo.png")) == 2
 
 
+def test_a_row_whose_part_is_on_another_machine_goes_back_to_download_there_unless_a_live_worker_holds_it(
+        server, tmp_path):
+    """Workers that share no disk (docs/DESIGN.md): machine B's verify and commit steps meet rows
+    whose .part is on machine A's disk. A row A's live stage holds is left alone; a free one is
+    sent back to the download stage (never waited for), downloaded again on B and committed."""
+    from media_crawler.store.leases import claim_in_state
+
+    body = image_bytes("PNG")
+    url = server.route("/photo.png", Reply(body, content_type="image/png"))
+    store_a = tmp_path / "machine-a"
+    runtime_a, source = list_runtime(server, store_a, [{"url": url}])
+    config_b = replace(runtime_a.config, store_root=tmp_path / "machine-b")
+    runtime_b = Runtime.from_config(config_b, ledger=runtime_a.ledger)
+    download_partition(runtime_a, source, None, workers=Workers(1))
+    verify_partition(runtime_a, source, None)
+    assert only_task(store_a).state == "verified"
+
+    # A's commit step holds the row (a live worker on another host): B takes nothing from it.
+    [held] = claim_in_state(runtime_a.ledger, "verified", source_key=None, day=None, owner="host-a/1/1:run:nonce")
+    commit_partition(runtime_b, source, None)
+    assert (only_task(store_a).state, ledger_values(store_a, "lease_owner")) == ("verified", ("host-a/1/1:run:nonce",))
+
+    runtime_a.ledger.apply([(held.id, "host-a/1/1:run:nonce", Released(Verified()))])  # A hands it back
+    commit_partition(runtime_b, source, None)  # B has no .part of it, and the store no blob
+    task = only_task(store_a)
+    assert (task.state, task.sha256) == ("discovered", None)
+    download_partition(runtime_b, source, None, workers=Workers(1))
+    verify_partition(runtime_b, source, None)
+    commit_partition(runtime_b, source, None)
+    assert only_task(store_a).state == "committed" and len(server.requests_to("/photo.png")) == 2
+    assert not list((tmp_path / "machine-b" / "staging").glob("*.part"))
+
+
 def test_a_file_that_never_verifies_stops_after_the_bad_bytes_limit(server, one_download_per_run, tmp_path):
     """Listed once, then download steps retried (a Dagster step retry takes retry_wait rows at
     once): the verify failures, not a new listing, are what must end it."""
@@ -162,7 +196,10 @@ def test_a_file_that_never_verifies_stops_after_the_bad_bytes_limit(server, one_
     while runtime.ledger.state_counts().get("retry_wait", 0) + runtime.ledger.state_counts().get("discovered", 0):
         assert steps <= limit, f"still retried after {steps} download steps: {only_task(store)}"
         workers = Workers(1, after_download=lambda item: verify_and_commit(runtime, item))
-        download_partition(runtime, source, None, workers=workers, ignore_backoff=True)
+        report = download_partition(runtime, source, None, workers=workers, ignore_backoff=True)
+        # The verify that failed in the worker is the step's unfinished item (a Dagster step
+        # retries on those), not an ok download.
+        assert report.still_unfinished == 1 and [f.error_class for f in report.failed_items] == ["hash_mismatch"]
         steps += 1
     task = only_task(store)
     assert task.state == "failed" and task.error_class == "hash_mismatch"
