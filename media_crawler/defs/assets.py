@@ -142,9 +142,14 @@ class PartitionCommit:
 
     def problem(self) -> str | None:
         """The partition's failure line, or None when it is done: every item finished, every feed walked."""
-        if not (self.progress.unfinished or self.failed_feeds):
+        if not (self.progress.unfinished or self.failed_feeds or self.mismatches):
             return None
         problems = []
+        if self.mismatches:
+            # A blob lost or rotted is not done, whatever the ledger says: the partition is red
+            # until `reconcile --repair` re-queues the item and a re-run stores it again.
+            problems.append(f"{len(self.mismatches)} blob(s) missing or not matching their names "
+                            f"(media-crawler reconcile --repair re-queues them)")
         if self.failed_feeds:
             named = ", ".join(f"{row['source']} ({row['error_class']} since {row['since']})" for row in self.failed_feeds[:5])
             problems.append(f"the feed of {len(self.failed_feeds)} source(s) failed: {named}")
@@ -305,8 +310,8 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
 
         fsync, then an atomic put-if-absent link: a blob is absent or whole, and
         identical content is stored once. The partition fails while any item is
-        still unfinished after its retries, or any source's feed failed for the
-        day; permanently unavailable items are reported by a check but do not
+        still unfinished after its retries, any source's feed failed for the
+        day, or a blob of the partition is missing or does not hash to its name; permanently unavailable items are reported by a check but do not
         keep the partition red.
         """
         outcome = each_partition(context, platforms, lambda scope: _commit_one(scope, lambda: _run_started(context)))
@@ -315,7 +320,7 @@ def build_crawl_assets(layout: PartitionLayout) -> tuple[AssetsDefinition, ...]:
         healthy = {commit.scope.key: commit.metadata() for commit in commits if not commit.problem()}
         # The healthy partitions materialize; the step's failure turns only the others red.
         yield from materialize_each(context, healthy, _committed_media_failure(failed, outcome.errors)
-                                    if failed or outcome.errors else None)
-        yield from _check_results(commits, is_ranged(context))
+                                    if failed or outcome.errors else None,
+                                    then=_check_results(commits, is_ranged(context)))
 
     return media_records, media_downloads, verified_media, committed_media

@@ -19,7 +19,7 @@ A run of one partition behaves as before: an error is raised where it happens.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Generic, Iterator, TypeVar
+from typing import Callable, Generic, Iterable, Iterator, TypeVar
 
 from dagster import AssetExecutionContext, AssetMaterialization, Failure, MaterializeResult, MetadataValue
 
@@ -90,16 +90,19 @@ def each_partition(context: AssetExecutionContext, platforms: PlatformsResource,
 
 
 def materialize_each(context: AssetExecutionContext, metadata_by_key: dict[str, dict],
-                     failure: Failure | None = None) -> Iterator:
-    """The step's materializations, one per healthy partition with its own metadata; then
-    `failure`, if any partition failed (it names each; only those keys turn red)."""
+                     failure: Failure | None = None, then: Iterable = ()) -> Iterator:
+    """The step's materializations, one per healthy partition with its own metadata, and
+    the events of `then` (its check results: a failing step still reports what its checks
+    found); then `failure`, if any partition failed (it names each; only those keys turn red)."""
     if failure is None:
         for key, metadata in metadata_by_key.items():
             context.add_asset_metadata(metadata, partition_key=key)
         yield MaterializeResult()
+        yield from then
         return
     for key, metadata in metadata_by_key.items():
         yield AssetMaterialization(asset_key=context.asset_key, partition=key, metadata=metadata)
+    yield from then
     raise failure
 
 

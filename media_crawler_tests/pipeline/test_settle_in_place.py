@@ -74,3 +74,6 @@ def test_the_hash_check_re_reads_what_the_download_step_committed(
                     if evaluation.check_name == assets.HASHES_MATCH]
     assert not evaluation.passed
     assert evaluation.metadata["mismatches"].value == 1
+    # A rotted blob is not a finished partition, whatever the ledger says: red, and said why.
+    [partition] = outcome.partitions
+    assert not partition.success and "1 blob(s) missing or not matching their names" in partition.error, partition
