@@ -21,7 +21,7 @@ from media_crawler.models import DayWindow
 from media_crawler.platforms.registry import parse_source
 from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.download import Workers, download_partition
-from media_crawler.pipeline.fetch_list import verify_and_commit
+from media_crawler.pipeline.list_downloads import verify_and_commit
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
 from media_crawler.store.database import dispose_engines
