@@ -118,10 +118,10 @@ class Runtime:
 
     @property
     def budget(self):
-        from media_crawler.download.ratebudget import SharedRateBudget
-
         with self._build_lock:
             if self._budget is None:
+                from media_crawler.download.ratebudget import SharedRateBudget
+
                 self._budget = SharedRateBudget(self.ledger.engine, self._rates)
             return self._budget
 
@@ -157,11 +157,11 @@ class Runtime:
         `keep_api_answers: false` says not to (None). Built at the first answer."""
         if not self.config.keep_api_answers:
             return None
-        from media_crawler.pipeline.answers import AnswerKeeper
-        from media_crawler.store.open_store import open_answer_store
-
         with self._build_lock:
             if self._answer_keeper is None:
+                from media_crawler.pipeline.answers import AnswerKeeper
+                from media_crawler.store.open_store import open_answer_store
+
                 store = open_answer_store(self.config.store_location, create=True, local_root=self.config.store_root)
                 self._answer_keeper = AnswerKeeper(self.ledger, store)
             return self._answer_keeper
