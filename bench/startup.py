@@ -27,13 +27,13 @@ from pathlib import Path
 
 # The child: an audit hook noting CPU and clock at each connect, then the console script's main.
 LAUNCHER = """
-import os, sys, time
+import json, os, sys, time
 _marks, _out = [], os.environ["STARTUP_MARKS"]
 def _hook(event, args):
     if event == "socket.connect" and len(_marks) < 2:
         _marks.append((time.process_time(), time.monotonic()))
         with open(_out, "w") as f:
-            f.write(repr(_marks))
+            json.dump(_marks, f)
 sys.addaudithook(_hook)
 from media_crawler.cli import console_main
 console_main()
@@ -101,7 +101,7 @@ def one_run(python: str, server: Corpus, work: Path, index: int) -> dict[str, fl
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     if done.returncode != 0:
         raise SystemExit(f"fetch-urls failed: {done.stderr.decode()[-2000:]}")
-    cpu = [mark[0] for mark in eval(marks.read_text())]  # noqa: S307 - our own repr of floats
+    cpu = [mark[0] for mark in json.loads(marks.read_text())]
     accepts = sorted(at for at, _ in server.accepts)
     return {"feed_accept_ms": (accepts[0] - started) * 1000, "media_accept_ms": (accepts[1] - started) * 1000,
             "feed_cpu_ms": cpu[0] * 1000, "media_cpu_ms": cpu[1] * 1000}
