@@ -11,6 +11,7 @@ import sys
 BENCHMARKS = {  # name -> what it measures (each module's docstring says more)
     "peer": "the peer download benchmark against curl, aria2c, requests (make bench; bench/RESULTS.md)",
     "floor": "the least any downloader keeping the project's guarantees does (the peer bench's `floor` phase)",
+    "startup": "fetch-urls' time and CPU from exec to its first request (feed) and first media request",
     "profile": "CPU by concern of one fetch-urls run (decode, sha256, file system, HTTP, ledger, logs, ...)",
     "report": "bench/RESULTS.md from one run of the peer download benchmark (make bench)",
     "scale": "issue 16's scale rows: the production path, crawl, Celery, sensors (bench/SCALE.md)",

@@ -6,16 +6,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-from media_crawler.download.retry import slow_down_if_asked
 from media_crawler.errors import CrawlError
 from media_crawler.models import DayWindow, ItemError, MediaRecord, Source
 from media_crawler.observe.events import correlation, current_correlation, log_item
 from media_crawler.pipeline.report import StageReport
 from media_crawler.pipeline.runtime import Runtime
 from media_crawler.crashpoints import AFTER_DISCOVERY_BATCH, crash_point
-from media_crawler.store.ledger import FINISHED_STATES, GONE
-from media_crawler.store.reports.reads import rows_by_identity
-from media_crawler.store.source_state import finished_feeds, mark_feed_finished, open_feed_error_since
+from media_crawler.store.states import FINISHED_STATES, GONE
 
 BATCH = 200
 
@@ -68,6 +65,9 @@ def discover_sources(runtime: Runtime, sources: Sequence[Source], window: DayWin
     budget (Ledger.record_discovered). Outcomes are gathered in the sources' order,
     so the report reads the same whatever order the walks finish in.
     """
+    from media_crawler.download.retry import slow_down_if_asked
+    from media_crawler.store.source_state import finished_feeds, mark_feed_finished, open_feed_error_since
+
     outcome = ShardDiscovery(StageReport("fetch"), sources=len(sources))
     day = window.day.isoformat()
     done = finished_feeds(runtime.ledger, [source.key for source in sources], day, run_id) if run_id else set()
@@ -134,9 +134,9 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
         batch.clear()
 
     item_errors: list[ItemError] = []
-    keeper = runtime.answer_keeper
     try:
-        for item in adapter.iter_records(source, window, runtime.ledger):
+        # The runtime is the walk's CursorStore: its ledger is wanted after the first page.
+        for item in adapter.iter_records(source, window, runtime):
             if isinstance(item, ItemError):
                 item_errors.append(item)
                 report.add_failure(item.item_id or source.key, item.error_class, item.message, GONE)
@@ -144,7 +144,7 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
                          outcome="failed", error_class=item.error_class, message=item.message, source=source.key,
                          day=day)
                 continue
-            batch.append(_with_answer(item, keeper))
+            batch.append(_with_answer(item, runtime.answer_keeper))
             if len(batch) >= BATCH:
                 flush()
         flush()
@@ -190,6 +190,9 @@ def _log_discovered(runtime: Runtime, batch: list[MediaRecord], flushed_at: floa
     """
     if not batch:
         return
+    # The ledger's reads (SQLAlchemy) imported here: a feed's first request needs none (fetch_list).
+    from media_crawler.store.reports.reads import rows_by_identity
+
     rows = rows_by_identity(runtime.ledger, batch[0].platform, {record.item_id for record in batch})
     for record in batch:
         row = rows.get((record.item_id, record.variant))

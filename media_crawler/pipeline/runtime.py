@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import functools
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-import requests
+from typing import TYPE_CHECKING
 
 from media_crawler.config import CrawlConfig
 from media_crawler.platform_spec import PlatformSettings
@@ -13,7 +15,11 @@ from media_crawler.scrub import register_environment_secrets
 from media_crawler.platforms.base import PlatformAdapter
 from media_crawler.store.blob_store import BlobStore
 from media_crawler.store.open_store import open_blob_store
-from media_crawler.store.ledger import Ledger
+
+if TYPE_CHECKING:
+    import requests
+
+    from media_crawler.store.ledger import Ledger
 
 
 def default_rates() -> dict[str, tuple[float, float]]:
@@ -26,7 +32,7 @@ def default_rates() -> dict[str, tuple[float, float]]:
     return {name: rate for name, spec in specs().items() if (rate := spec.default_rate()) is not None}
 
 
-def runtime_session() -> requests.Session:
+def runtime_session() -> "requests.Session":
     """The HTTP session of one worker: a worker (one run, one partition at a time)
     downloads with a fixed number of threads, so its pool size does not depend on the
     configuration; `workers: N` adds run slots, not threads (deploy/workers.py)."""
@@ -35,66 +41,130 @@ def runtime_session() -> requests.Session:
     return make_session(pool_size=DOWNLOAD_THREADS_PER_WORKER * 2)
 
 
+def open_ledger(url: str) -> "Ledger":
+    from media_crawler.store.ledger import Ledger
+
+    return Ledger(url)
+
+
+def ledger_opening_in_background(url: str) -> "Future[Ledger]":
+    """The ledger at `url`, imported (SQLAlchemy is most of a command's start-up),
+    opened and migrated in a thread of its own, while the caller goes on with
+    what needs no ledger row: its first feed request (fetch-urls)."""
+    opening: Future = Future()
+
+    def run() -> None:
+        try:
+            opening.set_result(open_ledger(url))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the ledger
+            opening.set_exception(exc)
+
+    threading.Thread(target=run, name="ledger-open", daemon=True).start()
+    return opening
+
+
 @dataclass
 class Runtime:
     config: CrawlConfig
-    ledger: Ledger
+    # The ledger, or its opening (ledger_opening_in_background): `ledger` waits for it.
+    _ledger: "Ledger | Future[Ledger]"
     store: BlobStore
-    session: requests.Session
+    session: "requests.Session"
     download_threads: int = 8
     _adapters: dict[str, PlatformAdapter] = field(default_factory=dict)
     _policies: dict[tuple[str, str], UrlPolicy] = field(default_factory=dict)
+    # The budget and the answer keeper are built at their first use, maybe in the feed
+    # threads of discover_sources at once: one of them builds each.
+    _build_lock: threading.Lock = field(default_factory=threading.Lock)
+    _budget: object = None
+    _answer_keeper: object = None
 
     @classmethod
-    def from_config(cls, config: CrawlConfig, *, ledger: Ledger | None = None,
-                    session: requests.Session | None = None) -> "Runtime":
+    def from_config(cls, config: CrawlConfig, *, ledger: "Ledger | Future[Ledger] | None" = None,
+                    session: "requests.Session | None" = None) -> "Runtime":
         """Everything built from `config`; a `ledger` or `session` given is used as it is
-        (defs/resources.py hands in the ones its resources own)."""
+        (defs/resources.py hands in the ones its resources own), a ledger may be one
+        still opening (ledger_opening_in_background)."""
         # Adapters fall back to default variable names, so those are masked too.
         register_environment_secrets(
             env_name for settings in config.platforms.values() for env_name in settings.credential_env.values())
         return cls(
             config=config,
-            ledger=ledger if ledger is not None else Ledger(config.ledger_url),
+            _ledger=ledger if ledger is not None else open_ledger(config.ledger_url),
             store=open_blob_store(config.store_location, create=True, local_root=config.store_root),
             session=session if session is not None else runtime_session(),
             download_threads=DOWNLOAD_THREADS_PER_WORKER,
         )
 
+    @property
+    def ledger(self) -> "Ledger":
+        """The ledger; one still opening is waited for here, at the first need of a row
+        (and its failure to open is raised here, to each caller)."""
+        if isinstance(self._ledger, Future):
+            self._ledger = self._ledger.result()
+        return self._ledger
+
+    # The runtime is the CursorStore of its adapters' walks (platforms/base.py): a walk
+    # reads or saves a cursor after its first page, so its first request needs no ledger.
+    def get_cursor(self, source_key: str, name: str) -> str | None:
+        return self.ledger.get_cursor(source_key, name)
+
+    def set_cursor(self, source_key: str, name: str, value: str) -> None:
+        self.ledger.set_cursor(source_key, name, value)
+
     def close(self) -> None:
         """Release what the runtime holds open (the HTTP connection pools)."""
         self.session.close()
 
-    @functools.cached_property
+    @property
     def budget(self):
-        from media_crawler.download.ratebudget import SharedRateBudget
+        with self._build_lock:
+            if self._budget is None:
+                from media_crawler.download.ratebudget import SharedRateBudget
 
-        rates = default_rates()
-        for name, settings in self.config.platforms.items():
-            if "rate" in settings.options:
-                rates[name] = (float(settings.options["rate"]), float(settings.options.get("burst", settings.options["rate"])))
-        return SharedRateBudget(self.ledger.engine, rates)
+                self._budget = SharedRateBudget(self.ledger.engine, self._rates)
+            return self._budget
 
     @functools.cached_property
     def transport(self):
         from media_crawler.platforms.transport import RequestsTransport
 
-        keeper = self.answer_keeper
-        return RequestsTransport(session=self.session, policy_for=self.api_policy, before_request=self.budget.acquire,
+        return RequestsTransport(session=self.session, policy_for=self.api_policy, before_request=self._take_budget,
                                  after_response=self._heed_usage_headers,
-                                 keep_answer=keeper.keep if keeper is not None else None)
+                                 keep_answer=self._keep_answer if self.config.keep_api_answers else None)
 
     @functools.cached_property
+    def _rates(self) -> dict[str, tuple[float, float]]:
+        """Requests per second and burst of each platform that has a budget."""
+        rates = default_rates()
+        for name, settings in self.config.platforms.items():
+            if "rate" in settings.options:
+                rates[name] = (float(settings.options["rate"]), float(settings.options.get("burst", settings.options["rate"])))
+        return rates
+
+    def _take_budget(self, platform: str) -> None:
+        """Before each API request: a platform without a budget (a plain URL list) waits
+        for nothing, not even the ledger that holds the budgets' buckets."""
+        if platform in self._rates:
+            self.budget.acquire(platform)
+
+    def _keep_answer(self, answer) -> None:
+        self.answer_keeper.keep(answer)  # the keeper (and the ledger) wanted once an answer is in
+
+    @property
     def answer_keeper(self):
         """Where each API answer is kept as fetched (pipeline/answers.py), unless
-        `keep_api_answers: false` says not to (None)."""
+        `keep_api_answers: false` says not to (None). Built at the first answer."""
         if not self.config.keep_api_answers:
             return None
-        from media_crawler.pipeline.answers import AnswerKeeper
-        from media_crawler.store.open_store import open_answer_store
+        with self._build_lock:
+            if self._answer_keeper is None:
+                from media_crawler.pipeline.answers import AnswerKeeper
+                from media_crawler.store.open_store import open_answer_store
 
-        store = open_answer_store(self.config.store_location, create=True, local_root=self.config.store_root)
-        return AnswerKeeper(self.ledger, store)
+                store = open_answer_store(self.config.store_location, create=True, local_root=self.config.store_root)
+                self._answer_keeper = AnswerKeeper(self.ledger, store)
+            return self._answer_keeper
 
     @functools.cached_property
     def _response_hooks(self) -> dict:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from media_crawler.store.ledger import Task
+if TYPE_CHECKING:
+    from media_crawler.store.ledger import Task
 
 # Threads one worker downloads with. Small on purpose: N workers give 4N in all,
 # and the per-platform rate budget, not the thread count, decides the request rate.

@@ -19,11 +19,13 @@ more than it saves on a short list.
 """
 from __future__ import annotations
 
-import multiprocessing
+import os
 import sys
 from typing import Callable, ContextManager
 
-FORK_AVAILABLE = sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+# multiprocessing is imported where processes start: fetch-urls asks FORK_AVAILABLE
+# before its first request, which needs nothing of it (issue 31's start-up).
+FORK_AVAILABLE = sys.platform.startswith("linux") and hasattr(os, "fork")
 
 # (shard, count) -> bytes downloaded; runs in the child with the parent's memory.
 ShardWork = Callable[[tuple[int, int]], int]
@@ -33,7 +35,7 @@ def default_process_count(workers: int) -> int:
     """One process per core, at most one per download thread, at most 4."""
     if not FORK_AVAILABLE:
         return 1
-    return max(1, min(multiprocessing.cpu_count(), workers, 4))
+    return max(1, min(os.cpu_count() or 1, workers, 4))
 
 
 class ShardProcesses:
@@ -47,6 +49,8 @@ class ShardProcesses:
         self.count = count
         self.bytes = 0
         self.failed = 0
+        import multiprocessing
+
         self._work, self._child_logging = work, child_logging
         self._context = multiprocessing.get_context("fork")
         self._results = self._context.SimpleQueue()

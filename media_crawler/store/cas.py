@@ -14,7 +14,6 @@ after a crash at any instruction.
 """
 from __future__ import annotations
 
-import ctypes
 import errno
 import functools
 import hashlib
@@ -335,6 +334,8 @@ def _syncfs(root: Path) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _libc():
+    import ctypes  # here, not at the top: 10 ms of a command's start-up, for syncfs only
+
     try:
         return ctypes.CDLL(None, use_errno=True)
     except OSError:

@@ -15,6 +15,7 @@ from media_crawler.config import config_from_dict
 from media_crawler.models import DayWindow, Lease
 from media_crawler.platforms.registry import parse_source
 from media_crawler.pipeline import fetch_list as fetch_list_module
+from media_crawler.pipeline import list_downloads
 from media_crawler.store.ledger import Ledger
 from media_crawler.store.leases import claim_downloads
 from media_crawler_tests.pipeline.test_fetch_urls import (  # noqa: F401 - fresh_sim is a fixture
@@ -82,7 +83,7 @@ def test_a_log_reader_that_leaves_does_not_change_the_exit_code(fresh_sim, tmp_p
 def test_the_rows_of_a_shard_process_that_dies_are_taken_over(fresh_sim, tmp_path, monkeypatch):
     store = tmp_path / "store"
     items = feed_items(fresh_sim, "/urls/demo.json")
-    real_pass = fetch_list_module._download_pass
+    real_pass = list_downloads._download_pass
 
     def dying_shard(runtime, source, threads, shard):
         if shard == (1, 2):  # lease its rows, then die as a SIGKILL would leave them
@@ -92,7 +93,7 @@ def test_the_rows_of_a_shard_process_that_dies_are_taken_over(fresh_sim, tmp_pat
             os._exit(9)
         return real_pass(runtime, source, threads, shard)
 
-    monkeypatch.setattr(fetch_list_module, "_download_pass", dying_shard)
+    monkeypatch.setattr(list_downloads, "_download_pass", dying_shard)
     summary = fetch_list_module.fetch_list(config_for(store, fresh_sim), parse_source("urls", f"{fresh_sim.base_url}/urls/demo.json"),
                                            DayWindow(date.today()), workers=4, processes=2)
     assert summary.complete and summary.states == {"committed": len(items)}
@@ -104,7 +105,7 @@ def test_a_list_longer_than_one_claim_is_fetched_in_several_passes(fresh_sim, tm
     items = feed_items(fresh_sim, "/urls/demo.json")
     assert len(items) > 3
     monkeypatch.setattr("media_crawler.store.ledger.CLAIM_LIMIT", 3)
-    monkeypatch.setattr(fetch_list_module, "CLAIM_LIMIT", 3)
+    monkeypatch.setattr(list_downloads, "CLAIM_LIMIT", 3)
     summary = fetch_list_module.fetch_list(config_for(store, fresh_sim), parse_source("urls", f"{fresh_sim.base_url}/urls/demo.json"),
                                            DayWindow(date.today()), workers=2, processes=1)
     assert summary.complete and summary.states == {"committed": len(items)}

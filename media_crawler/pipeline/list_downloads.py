@@ -1,0 +1,71 @@
+"""fetch-urls' downloads (pipeline/fetch_list.py): the passes over a list's rows once its feed is
+recorded, in one process or several, with verify and commit pipelined per item in the
+download worker (settle_in_place's `verify_and_commit`), then the ordinary verify and commit stages over
+the list's rows. Its own module so that fetch_list imports it (the download engine,
+Pillow, the ledger's SQLAlchemy) only after the feed's first request is out.
+"""
+from __future__ import annotations
+
+from typing import Callable, ContextManager
+
+from media_crawler.models import Source
+from media_crawler.pipeline.download import Workers, download_partition
+from media_crawler.pipeline.runtime import Runtime
+from media_crawler.pipeline.settle_in_place import verify_and_commit
+from media_crawler.pipeline.shard_processes import ShardProcesses
+from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
+from media_crawler.store.ledger import CLAIM_LIMIT
+
+
+# A list item still failing after the stage's in-step attempts (4, with
+# backoff) gets one more pass when the pass got other items through:
+# a transient fault that hit one item four times in a row is rare, but in a
+# list of thousands it happens.
+EXTRA_PASSES = 1
+
+
+def download_list(runtime: Runtime, source: Source, workers: int, processes: int,
+                  child_logging: Callable[[], ContextManager[None]] | None,
+                  child_runtime: Callable[[], Runtime]) -> int:
+    """Every recorded item of the list through download, verify and commit; the bytes downloaded.
+    child_runtime: a forked shard process's own runtime (its own connections and ledger engine)."""
+    threads = max(1, -(-workers // max(1, processes)))
+    downloaded = 0
+    if processes > 1:
+        def download_shard(shard: tuple[int, int]) -> int:  # in a forked child: its own connections
+            return _download_pass(child_runtime(), source, threads, shard).bytes
+
+        with ShardProcesses(download_shard, processes, child_logging) as children:
+            downloaded += _download_pass(runtime, source, threads, (0, processes)).bytes
+        downloaded += children.bytes
+    # Then passes over the whole list (all threads here): what a single process
+    # downloads, the rows past one claim's limit, items a first pass left
+    # waiting for a retry, and the rows of a shard process that died.
+    retry_passes_left = EXTRA_PASSES
+    while True:
+        download = _download_pass(runtime, source, workers, None)
+        downloaded += download.bytes
+        claimed = download.extra.get("items_claimed", 0)
+        if not claimed:
+            break  # nothing left to hand out
+        if claimed >= CLAIM_LIMIT:
+            continue  # more of the list waits to be claimed
+        if not download.still_unfinished or not download.ok or not retry_passes_left:
+            break  # finished, or nothing got through this pass: do not insist
+        retry_passes_left -= 1
+    verify_partition(runtime, source, None)
+    commit_partition(runtime, source, None)
+    return downloaded
+
+
+def _download_pass(runtime: Runtime, source: Source, threads: int, shard: tuple[int, int] | None):
+    # Items of earlier runs over the same list (other days) count too: every day
+    # of the source. `threads` items worked on at once; as many threads again
+    # for items sleeping through a Retry-After or a backoff, so those never
+    # stall the rest of the list.
+    workers = Workers(threads, wait_threads=threads, after_download=lambda item: verify_and_commit(runtime, item))
+    # The commits in the workers share one flush of the store's folders per ledger
+    # batch, made before the batch is recorded (pipeline/download.py `_apply`).
+    with runtime.store.deferred_sync():
+        return download_partition(runtime, source, None, workers=workers, ignore_backoff=True, shard=shard)
+
