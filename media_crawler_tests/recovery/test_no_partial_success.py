@@ -73,3 +73,34 @@ def test_items_still_failing_after_their_retries_fail_the_partition(crawl_home, 
     assert retries, "media_downloads asked for its step retries before giving up"
     states = Ledger(load_config(crawl_home / "sources.yaml").ledger_url).state_counts()
     assert states.get("gone") == 1 and states.get("committed") == 2 and states.get("retry_wait") == 1, states
+
+
+def test_a_lost_blob_keeps_its_partition_red_until_reconcile_and_a_rerun_store_it_again(crawl_home, simulator, instance):
+    """A green partition is a claim about the store: a blob lost after the commit turns the
+    partition red on its next run (the blocking check's finding fails the step, not only the
+    check), and it turns green again once `reconcile --repair` re-queued the item and a re-run
+    downloaded it."""
+    import hashlib
+
+    from media_crawler.recovery.reconcile import reconcile
+    from media_crawler.store.cas import FilesystemBlobStore
+
+    feed = f"{simulator.base_url}/urls/demo.json"
+    config_path = write_recovery_config(crawl_home, simulator, [{"urls": feed}])
+    assert materialize_feed(instance, config_path, feed).success
+    config = load_config(config_path)
+    ledger, store = Ledger(config.ledger_url), FilesystemBlobStore(config.store_root)
+    lost = next(task for task in ledger.tasks(states=["committed"]))
+    store.path_for(lost.sha256).unlink()
+
+    again = materialize_feed(instance, config_path, feed)
+    assert not again.success, "a partition whose blob is gone is not done"
+    [failure] = [event for event in again.all_events if event.is_step_failure]
+    assert failure.step_key == "committed_media"
+    assert "1 blob(s) missing or not matching their names" in failure.step_failure_data.error.message
+    assert not checks(again)[assets.HASHES_MATCH].passed, "the failing step still reports its check"
+
+    assert [f.kind for f in reconcile(ledger, store, repair=True).findings] == ["missing_blob"]
+    fixed = materialize_feed(instance, config_path, feed)
+    assert fixed.success and checks(fixed)[assets.HASHES_MATCH].passed
+    assert hashlib.sha256(store.path_for(lost.sha256).read_bytes()).hexdigest() == lost.sha256
