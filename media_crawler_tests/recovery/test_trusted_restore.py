@@ -18,7 +18,7 @@ from dagster import DagsterInstance
 
 from media_crawler.cli import main as cli_main
 from media_crawler.config import ConfigError, load_config
-from media_crawler.recovery.backup import adapter_credentials, backup, credential_records, required_credentials
+from media_crawler.recovery.backup import FORMAT, adapter_credentials, backup, credential_records, required_credentials
 from media_crawler.recovery.dispatch import instigator_running
 from media_crawler.recovery.restore import BackupTooNew, first_successful_partition, restore
 from media_crawler.scrub import DEFAULT_CREDENTIAL_ENVS
@@ -75,7 +75,7 @@ def failure_line(capsys) -> dict:
 
 def test_the_manifest_records_versions_and_credential_names_never_values(small_crawl, tmp_path):
     manifest = backup(small_crawl, None, tmp_path / "backup")
-    assert manifest.format == 3 and (tmp_path / "backup" / manifest.files / "ledger.db").is_file()
+    assert manifest.format == FORMAT == 3 and (tmp_path / "backup" / manifest.files / "ledger.db").is_file()
     assert manifest.ledger_schema_version == SCHEMA_VERSION
     assert manifest.media_crawler_version == version("media-crawler")
     assert manifest.dagster_version == dagster.__version__
@@ -130,8 +130,8 @@ def test_restore_refuses_newer_project_and_dagster_versions_naming_the_versions_
     assert "written by media-crawler 99.1.0" in message and "dagster 99.2.0" in message
     assert "Restore it with media-crawler>=99.1.0 and dagster>=99.2.0" in message
     assert "\n" not in message
-    edit_manifest(folder, format=3, media_crawler_version=None, dagster_version=None)
-    with pytest.raises(BackupTooNew, match="manifest is format 3"):
+    edit_manifest(folder, format=FORMAT + 1, media_crawler_version=None, dagster_version=None)
+    with pytest.raises(BackupTooNew, match=f"manifest is format {FORMAT + 1}"):
         restore(folder, tmp_path / "restored")
     assert not (tmp_path / "restored").exists()
 
