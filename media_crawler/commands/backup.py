@@ -2,7 +2,9 @@
 
 SQLite databases through the sqlite3 backup API, PostgreSQL through pg_dump,
 blobs checked against their names while copied (recovery/backup.py explains
-the order that makes a backup of a running crawl restorable). A second backup
+the order that makes a backup of a running crawl restorable, and the publish order
+that keeps a killed backup restorable: blobs before the files, the manifest last,
+a folder's files switched at once by the manifest's rename). A second backup
 into the same folder copies only new blobs. A bucket prefix holds the same layout as
 keys (recovery/bucket.py), for a crawl whose store is a folder or a bucket. The manifest records the ledger's
 schema version, the media-crawler and Dagster versions, and the names of the

@@ -8,5 +8,6 @@ Nothing on a crawl's normal path lives here (docs/DESIGN.md, "Layers"): crash po
 - `runs`: Dagster runs left STARTED by a killed process; failed and unfinished partitions.
 - `rerequest`: when a failed partition is asked for again.
 - `reconcile`: the store against the ledger (`media-crawler reconcile`).
-- `backup`, `restore`, `dispatch`, `copying`: the backup/restore drill (docs/RECOVERY.md).
+- `backup`, `restore`, `dispatch`, `copying`: the backup/restore drill (docs/RECOVERY.md);
+  `backup.publish_backup` is the publish order, `folder_backup` and `bucket` its destinations.
 """

@@ -11,11 +11,21 @@ one consistent snapshot, and each later copy is newer than the earlier one:
    names is copied. Blobs committed after the ledger snapshot come along as
    orphans, which restore keeps and the resumed crawl adopts.
 
+What a destination holds follows one publish order (`publish_backup`), the same
+for a folder (folder_backup.py) and a bucket (bucket.py): the files are
+snapshotted into a work folder first, then the blobs are copied (put-if-absent,
+checked against their names), then the files are published, the ledger first,
+then Dagster's storage and sources.yaml, and the manifest last. So whenever a
+backup is killed, the destination's manifest and ledger name no blob or file it
+lacks, the manifest is never newer than its files, and running it again
+converges (crash points `after_backup_*`, crashpoints.py).
+
 Leases held at backup time are recorded in the manifest; they are uncertain
 by nature (the holder kept working after the snapshot) and restore treats them
 so. Staging .part files are not backed up: a restore re-downloads those items.
 
-The manifest also says what is needed to use the backup (format 2):
+The manifest also says what is needed to use the backup (format 2), and where
+its files are (format 3: `files`, a folder's generation folder):
 the ledger's schema version (read from the snapshot itself), the
 media-crawler and Dagster versions that wrote it (restore refuses a backup
 newer than the code that would read it), and the environment variables the
@@ -27,12 +37,16 @@ backup ran. Names and presence only, never a value.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from media_crawler.config import CrawlConfig
+from media_crawler.config import ConfigError, CrawlConfig
+from media_crawler.crashpoints import (
+    AFTER_BACKUP_BLOB, AFTER_BACKUP_FILE, AFTER_BACKUP_MANIFEST, AFTER_BACKUP_SNAPSHOTS, crash_point,
+)
 from media_crawler.environment import environment_value
 from media_crawler.recovery.copying import BlobCopy, copy_blobs, copy_tree_of_sqlite, pg_dump, sqlite_copy
 from media_crawler.store.blob_store import BlobStore
@@ -44,7 +58,7 @@ MANIFEST = "manifest.json"
 LEDGER_SQLITE, LEDGER_PGDUMP = "ledger.db", "ledger.pgdump"
 DAGSTER_DIR, DAGSTER_PGDUMP = "dagster_home", "dagster.pgdump"
 STORE_DIR, CONFIG_COPY = "store", "sources.yaml"
-FORMAT = 2  # 2: versions and credential names
+FORMAT = 3  # 2: versions and credential names; 3: the files in the folder `files` names
 PROJECT = "media-crawler"
 
 
@@ -74,19 +88,52 @@ class BackupManifest:
     media_crawler_version: str | None = None
     dagster_version: str | None = None
     credentials: list[dict] = field(default_factory=list)  # credential_records(): names, never values
+    # Format 3: the folder (beside the manifest) holding the files; "" (a bucket, format 2): beside it.
+    files: str = ""
 
-    def write(self, folder: Path) -> None:
-        (folder / MANIFEST).write_text(json.dumps(asdict(self), indent=2))
+    def write(self, folder: Path) -> str:
+        """folder/manifest.json, replaced in one rename (never half written); returns its name."""
+        partial = folder / (MANIFEST + ".partial")
+        with open(partial, "w") as handle:
+            handle.write(json.dumps(asdict(self), indent=2))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, folder / MANIFEST)
+        return MANIFEST
 
     @classmethod
     def read(cls, folder: Path) -> "BackupManifest":
         """The manifest; fields a newer format added are kept out (restore checks `format` first)."""
         path = folder / MANIFEST
         if not path.is_file():
-            raise FileNotFoundError(f"{folder} is not a media-crawler backup (no {MANIFEST})")
-        raw = json.loads(path.read_text())
+            raise NotABackup(f"{folder} is not a media-crawler backup (no {MANIFEST}: not one, or one whose "
+                             "first run has not finished)")
+        try:
+            raw = json.loads(path.read_text())
+        except ValueError as exc:
+            raise NotABackup(f"{path}: not a media-crawler manifest ({exc})") from None
+        if not isinstance(raw, dict):
+            raise NotABackup(f"{path}: not a media-crawler manifest")
         known = {item.name for item in fields(cls)}
         return cls(**{name: value for name, value in raw.items() if name in known})
+
+
+class NotABackup(ConfigError):
+    """The folder holds no (readable) manifest, or not the files its manifest names."""
+
+
+def files_folder(backup_dir: Path, manifest: BackupManifest) -> Path:
+    """Where the backup's files are, each checked to be there: one line (NotABackup) otherwise."""
+    from media_crawler.recovery.folder_backup import is_generation_name
+
+    if not isinstance(manifest.files, str) or not is_generation_name(manifest.files):
+        raise NotABackup(f"{backup_dir}/{MANIFEST}: files {manifest.files!r} is not a folder of this backup")
+    folder = backup_dir / manifest.files
+    missing = [name for name in backup_files(manifest) if not (folder / name).is_file()]
+    if missing:
+        raise NotABackup(f"{backup_dir} is incomplete: its manifest names {', '.join(missing[:3])}"
+                         f"{' and more' if len(missing) > 3 else ''}, not there")
+    return folder
 
 
 def installed_version(distribution: str) -> str | None:
@@ -150,39 +197,43 @@ def backup(config: CrawlConfig, dagster_home: Path | None, dest: Path | str) -> 
     from media_crawler.store.open_store import is_object_store
 
     if is_object_store(dest):
-        return _backup_to_bucket(config, dagster_home, str(dest))
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    manifest = _new_manifest(config)
-    _snapshot_databases(config, dagster_home, dest, manifest)
-    _copy_stores(config, open_blob_store(dest / STORE_DIR, create=True),
-                 open_answer_store(dest / STORE_DIR, create=True), manifest)
-    _copy_config(config, dest, manifest)
-    manifest.finished_at = time.time()
-    manifest.write(dest)
-    return manifest
+        from media_crawler.recovery.bucket import BackupBucket, BucketDestination
+
+        bucket = BackupBucket(str(dest))
+        bucket.check("backup to")  # a missing bucket or bad keys: one line, before anything is copied
+        destination = BucketDestination(bucket, config.store_root, STORE_DIR)
+    else:
+        from media_crawler.recovery.folder_backup import FolderDestination
+
+        destination = FolderDestination(Path(dest), MANIFEST, STORE_DIR, LEGACY_FILES)
+    return publish_backup(config, dagster_home, destination)
 
 
-def _backup_to_bucket(config: CrawlConfig, dagster_home: Path | None, uri: str) -> BackupManifest:
-    """The same steps, the files snapshotted locally first and uploaded after the blobs
-    (recovery/bucket.py says why that order)."""
-    from media_crawler.recovery.bucket import BackupBucket, work_folder
+def publish_backup(config: CrawlConfig, dagster_home: Path | None, destination) -> BackupManifest:
+    """The publish order, the one place it is kept (the module docstring says why):
+    snapshots into destination.work, blobs, files (the ledger first), the manifest last.
 
-    bucket = BackupBucket(uri)
-    bucket.check("backup to")  # a missing bucket or bad keys: one line, before anything is copied
-    work = work_folder(config.store_root, uri)
+    `destination` (folder_backup.FolderDestination, bucket.BucketDestination): `work`, a
+    local folder the files are snapshotted into; `blob_store()`/`answer_store()`;
+    `publish(name)`, a file of `work` made part of the destination; `publish_manifest(m)`,
+    the switch to this backup; `close(published)`, cleaning up after.
+    """
+    published = False
     try:
         manifest = _new_manifest(config)
-        _snapshot_databases(config, dagster_home, work, manifest)
-        _copy_stores(config, bucket.blob_store(STORE_DIR, work), bucket.answer_store(STORE_DIR, work), manifest)
-        _copy_config(config, work, manifest)
+        _snapshot_databases(config, dagster_home, destination.work, manifest)
+        _copy_config(config, destination.work, manifest)
+        crash_point(AFTER_BACKUP_SNAPSHOTS)
+        _copy_stores(config, destination.blob_store(), destination.answer_store(), manifest)
         for name in backup_files(manifest):  # the ledger first: Dagster's storage is never newer
-            bucket.put(work, name)
+            destination.publish(name)
+            crash_point(AFTER_BACKUP_FILE)
         manifest.finished_at = time.time()
-        manifest.write(work)
-        bucket.put(work, MANIFEST)  # last: the backup is complete
+        destination.publish_manifest(manifest)  # last: the backup is complete
+        published = True
+        crash_point(AFTER_BACKUP_MANIFEST)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        destination.close(published)
     return manifest
 
 
@@ -193,6 +244,10 @@ def backup_files(manifest: BackupManifest) -> list[str]:
     if manifest.dagster == "postgres":
         dagster.append(DAGSTER_PGDUMP)
     return ledger + dagster + ([manifest.config] if manifest.config else [])
+
+
+# A format-2 folder backup's files, beside its manifest: removed once a newer backup is published.
+LEGACY_FILES = (LEDGER_SQLITE, LEDGER_PGDUMP, DAGSTER_DIR, DAGSTER_PGDUMP, CONFIG_COPY)
 
 
 def _new_manifest(config: CrawlConfig) -> BackupManifest:
@@ -210,8 +265,7 @@ def _snapshot_databases(config: CrawlConfig, dagster_home: Path | None, dest: Pa
     if dagster_home is None:
         manifest.dagster = "none"
     elif dagster_url is None:
-        manifest.dagster = "sqlite"
-        shutil.rmtree(dest / DAGSTER_DIR, ignore_errors=True)  # runs deleted since the last backup go too
+        manifest.dagster = "sqlite"  # into a fresh folder: runs deleted since the last backup are left out
         manifest.dagster_files = copy_tree_of_sqlite(dagster_home, dest / DAGSTER_DIR)
     else:
         manifest.dagster_files = _copy_instance_yaml(dagster_home, dest / DAGSTER_DIR)
@@ -240,7 +294,7 @@ def _copy_stores(config: CrawlConfig, blobs: BlobStore, answers: BlobStore, mani
     """3. The store, last; the API answers kept for the archive (docs/EXPORT.md), a store of
     their own beside the media."""
     live = open_blob_store(config.store_location, local_root=config.store_root)
-    copied: BlobCopy = copy_blobs(live, blobs)
+    copied: BlobCopy = copy_blobs(live, blobs, after_each=lambda: crash_point(AFTER_BACKUP_BLOB))
     manifest.blobs = asdict(copied)
     copy_blobs(open_answer_store(config.store_location, local_root=config.store_root), answers)
 

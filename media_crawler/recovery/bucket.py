@@ -14,7 +14,18 @@ not, the ledger in the bucket names only blobs the bucket holds (the blobs of an
 backup stay; blobs are never removed), and Dagster's storage there is never newer than the
 ledger there. Re-running an interrupted backup converges: blobs already there whole are
 skipped, the files are overwritten. Every file carries its sha256 in its metadata, checked
-on the way back (restore).
+on the way back (restore). The order is backup.py's `publish_backup`, shared with a folder
+(`BucketDestination` below is how a bucket takes each step).
+
+A bucket has no rename, so a run killed while uploading the files leaves the new ledger
+beside Dagster files of which some are new and some the older backup's, under the older
+manifest (a folder switches them all at once instead: folder_backup.py). The mix is harmless
+by the rule the order keeps: every Dagster file there is a whole snapshot taken before the
+ledger there (the new ones just before it, the old ones a backup earlier), so Dagster's
+storage never shows a run as finished that the ledger does not know finished; restore trusts
+the ledger (reconcile), not Dagster's run records, treats runs in flight as failed, and a
+run's missing or older event log only shortens its history. The files the older manifest
+names are all there, the blobs of both ledgers too; the next run overwrites the mix.
 
 Endpoint and keys come from the AWS environment, as for an s3:// store (store/s3/settings.py):
 a backup bucket on the crawl's own server, or on another one through the same variables.
@@ -110,6 +121,31 @@ class BackupBucket:
             raise s3_crawl_error(exc, f"{doing} s3://{self.bucket}") from None
         except S3Unreachable as exc:
             raise s3_crawl_error(exc, f"{doing} s3://{self.bucket}") from None
+
+
+class BucketDestination:
+    """backup.py `publish_backup` into a bucket: the files snapshotted into a local work
+    folder, uploaded one by one (put, replacing), the manifest uploaded last."""
+
+    def __init__(self, bucket: BackupBucket, local_root: Path, store_dir: str) -> None:
+        self.bucket, self.store_dir = bucket, store_dir
+        self.work = work_folder(local_root, str(bucket.uri))
+
+    def blob_store(self) -> BlobStore:
+        return self.bucket.blob_store(self.store_dir, self.work)
+
+    def answer_store(self) -> BlobStore:
+        return self.bucket.answer_store(self.store_dir, self.work)
+
+    def publish(self, name: str) -> None:
+        self.bucket.put(self.work, name)
+
+    def publish_manifest(self, manifest) -> None:
+        manifest.files = ""  # the files' keys are beside the manifest's
+        self.bucket.put(self.work, manifest.write(self.work))
+
+    def close(self, published: bool) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
 
 
 class _Absent(Exception):

@@ -68,14 +68,15 @@ class BlobCopy:
     corrupt: list[str] = field(default_factory=list)  # source blobs whose bytes do not match their name
 
 
-def copy_blobs(source: BlobStore, target: BlobStore) -> BlobCopy:
+def copy_blobs(source: BlobStore, target: BlobStore, after_each=None) -> BlobCopy:
     """Copy every blob of `source` into `target`, skipping blobs already there whole.
 
     Each copy is a put-if-absent from a stream, so it is checked against its name
     on the way (a source blob that fails is listed in `corrupt`, not copied) and a
     target never holds half a blob. A target blob of another size than the source's
     is quarantined in the target and copied again. One flush of the target per
-    COPY_BATCH blobs (a batch's staged names wait for it in memory).
+    COPY_BATCH blobs (a batch's staged names wait for it in memory). `after_each`: called
+    after each blob (backup's crash point).
     """
     result = BlobCopy()
     names = sorted(source.iter_sha256s())
@@ -83,6 +84,8 @@ def copy_blobs(source: BlobStore, target: BlobStore) -> BlobCopy:
         with target.deferred_sync():
             for sha256 in names[start:start + COPY_BATCH]:
                 _copy_blob(source, target, sha256, result)
+                if after_each is not None:
+                    after_each()
     return result
 
 

@@ -128,6 +128,7 @@ def _restore(backup_dir: Path, home: Path, *, ledger_url: str | None, dagster_pg
 
     manifest = layout.BackupManifest.read(backup_dir)
     versions = check_compatible(manifest, backup_dir)  # before anything is copied
+    files = layout.files_folder(backup_dir, manifest)  # every file the manifest names is there
     _refuse_nonempty(home)
     started_at, started = time.time(), time.monotonic()
     store_location = store_uri or home / "store"
@@ -144,9 +145,9 @@ def _restore(backup_dir: Path, home: Path, *, ledger_url: str | None, dagster_pg
     blobs = copy_blobs(backed_up, store)
     # The kept API answers (none in a backup made before they were kept).
     copy_blobs(backed_up_answers, open_answer_store(store_location, create=True, local_root=home / "store"))
-    ledger_url = _restore_ledger(manifest, backup_dir, home, ledger_url)
-    dagster_home, dagster_pg_url = _restore_dagster(manifest, backup_dir, home, ledger_url, dagster_pg_url)
-    config_path = _restore_config(manifest, backup_dir, home, ledger_url, str(store_location))
+    ledger_url = _restore_ledger(manifest, files, home, ledger_url)
+    dagster_home, dagster_pg_url = _restore_dagster(manifest, files, home, ledger_url, dagster_pg_url)
+    config_path = _restore_config(manifest, files, home, ledger_url, str(store_location))
     summary = RestoreSummary(str(home), display_url(ledger_url), str(dagster_home), config_path, blobs.copied,
                              started_at=started_at, versions=versions)
     summary.credentials_required = layout.required_credentials(manifest.credentials)
@@ -260,10 +261,13 @@ def check_compatible(manifest: layout.BackupManifest, backup_dir: Path) -> dict:
 
     ours = {"media_crawler": layout.installed_version(layout.PROJECT), "dagster": dagster_version,
             "ledger_schema": SCHEMA_VERSION, "format": layout.FORMAT}
+    from media_crawler.recovery.folder_backup import is_generation_name
+
     schema_version = manifest.ledger_schema_version
-    if manifest.ledger == "sqlite" and (backup_dir / layout.LEDGER_SQLITE).is_file():
+    files = manifest.files if isinstance(manifest.files, str) and is_generation_name(manifest.files) else ""
+    if manifest.ledger == "sqlite" and (backup_dir / files / layout.LEDGER_SQLITE).is_file():
         # The snapshot itself is the authority (a format-1 manifest does not say).
-        schema_version = _sqlite_schema_version(backup_dir / layout.LEDGER_SQLITE) or schema_version
+        schema_version = _sqlite_schema_version(backup_dir / files / layout.LEDGER_SQLITE) or schema_version
     theirs = {"media_crawler": manifest.media_crawler_version, "dagster": manifest.dagster_version,
               "ledger_schema": schema_version, "format": manifest.format}
     refusals, needed = [], []

@@ -50,7 +50,7 @@ def test_postgres_backup_restores_runs_ledger_and_store_into_a_fresh_database(
     assert (manifest.ledger, manifest.dagster) == ("postgres", "shared-with-ledger")
     assert manifest.ledger_schema_version == SCHEMA_VERSION, "read from the PostgreSQL ledger"
     if to == "folder":
-        assert (tmp_path / "backup" / "ledger.pgdump").stat().st_size > 0
+        assert (tmp_path / "backup" / manifest.files / "ledger.pgdump").stat().st_size > 0
     else:
         keys = s3_server.keys(destination)
         assert {key.rsplit("/", 1)[1] for key in keys} >= {"ledger.pgdump", "dagster.yaml", "manifest.json"}

@@ -18,7 +18,7 @@ from dagster import DagsterInstance
 
 from media_crawler.cli import main as cli_main
 from media_crawler.config import ConfigError, load_config
-from media_crawler.recovery.backup import adapter_credentials, backup, credential_records, required_credentials
+from media_crawler.recovery.backup import FORMAT, adapter_credentials, backup, credential_records, required_credentials
 from media_crawler.recovery.dispatch import instigator_running
 from media_crawler.recovery.restore import BackupTooNew, first_successful_partition, restore
 from media_crawler.scrub import DEFAULT_CREDENTIAL_ENVS
@@ -75,7 +75,7 @@ def failure_line(capsys) -> dict:
 
 def test_the_manifest_records_versions_and_credential_names_never_values(small_crawl, tmp_path):
     manifest = backup(small_crawl, None, tmp_path / "backup")
-    assert manifest.format == 2
+    assert manifest.format == FORMAT == 3 and (tmp_path / "backup" / manifest.files / "ledger.db").is_file()
     assert manifest.ledger_schema_version == SCHEMA_VERSION
     assert manifest.media_crawler_version == version("media-crawler")
     assert manifest.dagster_version == dagster.__version__
@@ -105,8 +105,8 @@ def test_credentials_of_platforms_without_sources_are_recorded_but_not_needed(sm
 
 def test_restore_refuses_a_ledger_schema_newer_than_the_code(small_crawl, tmp_path, capsys):
     folder = tmp_path / "backup"
-    backup(small_crawl, None, folder)
-    with closing(sqlite3.connect(folder / "ledger.db")) as conn, conn:
+    files = backup(small_crawl, None, folder).files
+    with closing(sqlite3.connect(folder / files / "ledger.db")) as conn, conn:
         conn.execute("INSERT INTO mc_schema_version (version, applied_at) VALUES (?, ?)",
                      (SCHEMA_VERSION + 1, time.time()))
     # The snapshot is the authority, whatever the manifest says.
@@ -130,8 +130,8 @@ def test_restore_refuses_newer_project_and_dagster_versions_naming_the_versions_
     assert "written by media-crawler 99.1.0" in message and "dagster 99.2.0" in message
     assert "Restore it with media-crawler>=99.1.0 and dagster>=99.2.0" in message
     assert "\n" not in message
-    edit_manifest(folder, format=3, media_crawler_version=None, dagster_version=None)
-    with pytest.raises(BackupTooNew, match="manifest is format 3"):
+    edit_manifest(folder, format=FORMAT + 1, media_crawler_version=None, dagster_version=None)
+    with pytest.raises(BackupTooNew, match=f"manifest is format {FORMAT + 1}"):
         restore(folder, tmp_path / "restored")
     assert not (tmp_path / "restored").exists()
 
@@ -145,6 +145,8 @@ def test_older_and_format_1_backups_restore(small_crawl, tmp_path):
     manifest = json.loads((folder / "manifest.json").read_text())
     for name in ("ledger_schema_version", "media_crawler_version", "dagster_version", "credentials"):
         manifest.pop(name)
+    for path in (folder / manifest.pop("files")).iterdir():  # formats 1 and 2: the files beside the manifest
+        path.rename(folder / path.name)
     (folder / "manifest.json").write_text(json.dumps({**manifest, "format": 1}))
     summary = restore(folder, tmp_path / "restored-1")
     assert summary.versions["backup"]["ledger_schema"] == SCHEMA_VERSION, "read from the snapshot itself"
