@@ -41,28 +41,27 @@ from media_crawler.net.pinning import judge_reuse
 
 class KeptAliveHeaders:
     """The response's headers read as urllib3's HTTPHeaderDict reads them: names
-    without case, a repeated header's values joined by ", "."""
+    without case, a repeated header's values joined by ", ". Made, as urllib3 makes
+    its dict, from the message's items() once (a lookup in the message itself
+    walks every header through the email policy: ~20 us for a response's reads)."""
 
-    __slots__ = ("_message",)
+    __slots__ = ("_joined",)
 
     def __init__(self, message: http.client.HTTPMessage) -> None:
-        self._message = message
+        joined: dict[str, str] = {}
+        for name, value in message.items():
+            key = name.lower()
+            joined[key] = f"{joined[key]}, {value}" if key in joined else value
+        self._joined = joined
 
     def get(self, name: str, default=None):
-        values = self._message.get_all(name)
-        return ", ".join(values) if values else default
+        return self._joined.get(name.lower(), default)
 
     def __getitem__(self, name: str) -> str:
-        value = self.get(name)
-        if value is None:
-            raise KeyError(name)
-        return value
+        return self._joined[name.lower()]
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self._message.get(name) is not None
-
-    def items(self):
-        return self._message.items()
+        return isinstance(name, str) and name.lower() in self._joined
 
 
 class KeptAliveResponse:
