@@ -110,8 +110,7 @@ def judge_reuse(connection: _PinnedMixin) -> None:
     as last time judged this address already: a frozen policy gives the same answer,
     so only another policy is asked again."""
     policy = _current_policy()
-    if (connection._dialled is not None and policy is not connection._admitted_under
-            and getattr(connection, "proxy", None) is None):
+    if connection._dialled is not None and policy is not connection._admitted_under and getattr(connection, "proxy", None) is None:
         host = (connection.host or "").strip("[]").rstrip(".").lower()
         if not policy.admits(host, connection.port, connection._dialled):
             raise AddressRefused(f"{host} is connected to internal address {connection._dialled}, not listed here")
