@@ -16,11 +16,14 @@ Run through the peer harness as the "project" tool, the same corpus in the same
 run as the peers (bench/run.sh's `floor` phase). Every figure of the project is
 then a ratio to this one, measured in the same run.
 
-The HTTP is plain `http.client` keep-alive, one connection per thread (the least
-a keep-alive GET costs in Python; requests/urllib3 added about 0.3 ms per small
-file here), and an image whose body fits in MEMORY_BODY is decoded from the bytes
-just hashed and written instead of being read back from the .part (the same bytes:
-what was hashed is what is decoded); a larger one is read back from the file.
+The HTTP is plain `http.client` keep-alive, one connection per thread: the least
+a keep-alive GET costs in Python. Through requests (until issue 31's second pass)
+the floor itself cost ~1.6 ms of user CPU per small file instead of ~0.6 (its
+session, urllib3's urlopen and response objects, iter_content), and ~20 % more
+CPU on the main set (bench/RESULTS.md).
+(Decoding a small body from the bytes in memory instead of reading the .part back
+was measured too: no difference on either set, so the floor reads back, as
+fetch-urls does.)
 
     python -m bench floor --feed URL --store DIR [--workers 8] [--processes 2]
 """
@@ -41,7 +44,6 @@ from urllib.parse import urlsplit
 from PIL import Image
 
 BATCH = 100
-MEMORY_BODY = 1 << 20  # bodies up to this size are decoded from memory
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,25 +88,17 @@ def _download_all(items, store, ledger, threads) -> int:
         digest = hashlib.sha256()
         size = 0
         response = _get(local, item["url"])
-        kept = []  # the body's chunks while it fits in MEMORY_BODY
         with open(part, "w+b", buffering=0) as handle:
             while chunk := response.read1(1 << 20):
                 digest.update(chunk)
                 handle.write(chunk)
                 size += len(chunk)
-                if kept is not None:
-                    kept.append(chunk)
-                    if size > MEMORY_BODY:
-                        kept = None
             if response.length:  # cut short: http.client reads b"" at a closed socket
                 raise http.client.IncompleteRead(b"", response.length)
             response.close()  # the body is read: the connection is free for the next GET
             os.fsync(handle.fileno())
-            if kept is not None:
-                _decode(io.BufferedReader(io.BytesIO(b"".join(kept))))
-            else:
-                handle.seek(0)
-                _decode(io.BufferedReader(handle))
+            handle.seek(0)
+            _decode(io.BufferedReader(handle))
         name = digest.hexdigest()
         folder = os.path.join(blobs, name[:2], name[2:4])
         target = os.path.join(folder, name)
