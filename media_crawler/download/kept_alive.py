@@ -24,6 +24,7 @@ media path's next GET on it goes through `http.client` directly:
 """
 from __future__ import annotations
 
+import errno
 import http.client
 import socket
 from typing import Mapping
@@ -158,7 +159,7 @@ def get_on_kept_alive(pool: HTTPConnectionPool, request_uri: str, headers: Mappi
         except BrokenPipeError:
             pass  # as urlopen: the server hung up; its answer (or its absence) says why
         except OSError as exc:
-            if exc.errno not in (socket.errno.EPROTOTYPE, socket.errno.ECONNRESET):
+            if exc.errno not in (errno.EPROTOTYPE, errno.ECONNRESET):
                 raise
         try:
             response = http.client.HTTPConnection.getresponse(connection)
