@@ -130,3 +130,46 @@ def test_a_reused_connection_is_judged_again_under_another_policy(server, monkey
     assert caught.value.error_class is ErrorClass.DISALLOWED_URL and "127.0.0.1" in caught.value.message
     assert len(server.requests_to("/a.jpg")) == 1  # nothing was sent on the refused connection
     assert fetch(transport, url, tmp_path / "3.part", listed).size == len(JPEG)
+
+
+@pytest.fixture
+def tls_server(tmp_path, monkeypatch):
+    """The scripted server behind TLS, with a throwaway certificate for 127.0.0.1 that the
+    media transport trusts through REQUESTS_CA_BUNDLE (as a TLS-inspecting proxy's CA)."""
+    import shutil
+    import ssl
+    import subprocess
+
+    from media_crawler_tests.download.httpserver import ScriptedServer
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    scripted = ScriptedServer()
+    scripted._httpd.socket = context.wrap_socket(scripted._httpd.socket, server_side=True)
+    with scripted:
+        yield scripted
+
+
+def test_over_tls_the_second_get_reuses_the_verified_connection_and_a_cut_is_truncated(tls_server, tmp_path):
+    path = "/t.jpg"
+    tls_server.route(path, Reply(JPEG), Reply(JPEG), Reply(JPEG, cut_at=10_000))
+    url = f"https://127.0.0.1:{tls_server.port}{path}"
+    transport = MediaTransport(pool_size=1)
+    assert fetch(transport, url, tmp_path / "1.part").size == len(JPEG)
+    with open_following_redirects(transport, url, HEADERS, timeouts=POLICY.timeouts, url_policy=LOCAL,
+                                  max_redirects=2) as response:
+        assert isinstance(response.raw, KeptAliveResponse)
+        assert response.raw.read() == JPEG
+        response.raw.release_conn()
+    with pytest.raises(CrawlError) as caught:
+        fetch(transport, url, tmp_path / "3.part")
+    assert caught.value.error_class is ErrorClass.TRUNCATED_BODY
+    assert (tmp_path / "3.part").read_bytes() == JPEG[:10_000]
+    one_connection(tls_server, path)
