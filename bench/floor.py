@@ -16,20 +16,31 @@ Run through the peer harness as the "project" tool, the same corpus in the same
 run as the peers (bench/run.sh's `floor` phase). Every figure of the project is
 then a ratio to this one, measured in the same run.
 
+The HTTP is plain `http.client` keep-alive, one connection per thread: the least
+a keep-alive GET costs in Python. Through requests (until issue 31's second pass)
+the floor itself cost ~1.6 ms of user CPU per small file instead of ~0.6 (its
+session, urllib3's urlopen and response objects, iter_content), and ~20 % more
+CPU on the main set (bench/RESULTS.md).
+(Decoding a small body from the bytes in memory instead of reading the .part back
+was measured too: no difference on either set, so the floor reads back, as
+fetch-urls does.)
+
     python -m bench floor --feed URL --store DIR [--workers 8] [--processes 2]
 """
 import argparse
 import ctypes
 import hashlib
+import http.client
 import io
 import json
 import os
 import sqlite3
 import sys
 import threading
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
 
-import requests
 from PIL import Image
 
 BATCH = 100
@@ -42,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--processes", type=int, default=2)
     args = parser.parse_args(argv)
-    items = requests.get(args.feed, timeout=30).json()["items"]
+    with urllib.request.urlopen(args.feed, timeout=30) as feed:
+        items = json.load(feed)["items"]
     staging = os.path.join(args.store, "staging")
     blobs = os.path.join(args.store, "sha256")
     os.makedirs(staging, exist_ok=True)
@@ -72,21 +84,21 @@ def _download_all(items, store, ledger, threads) -> int:
 
     def fetch(index_item):
         index, item = index_item
-        session = getattr(local, "session", None) or requests.Session()
-        local.session = session
         part = os.path.join(staging, f"{os.getpid()}-{index}.part")
         digest = hashlib.sha256()
         size = 0
-        with session.get(item["url"], stream=True, timeout=30) as response:
-            response.raise_for_status()
-            with open(part, "w+b", buffering=0) as handle:
-                for chunk in response.iter_content(1 << 20):
-                    digest.update(chunk)
-                    handle.write(chunk)
-                    size += len(chunk)
-                os.fsync(handle.fileno())
-                handle.seek(0)
-                _decode(io.BufferedReader(handle))
+        response = _get(local, item["url"])
+        with open(part, "w+b", buffering=0) as handle:
+            while chunk := response.read1(1 << 20):
+                digest.update(chunk)
+                handle.write(chunk)
+                size += len(chunk)
+            if response.length:  # cut short: http.client reads b"" at a closed socket
+                raise http.client.IncompleteRead(b"", response.length)
+            response.close()  # the body is read: the connection is free for the next GET
+            os.fsync(handle.fileno())
+            handle.seek(0)
+            _decode(io.BufferedReader(handle))
         name = digest.hexdigest()
         folder = os.path.join(blobs, name[:2], name[2:4])
         target = os.path.join(folder, name)
@@ -106,6 +118,31 @@ def _download_all(items, store, ledger, threads) -> int:
         list(pool.map(fetch, enumerate(items)))
     rows.flush()
     return 0
+
+
+def _get(local: threading.local, url: str) -> http.client.HTTPResponse:
+    """GET url over this thread's kept-alive connection to its origin (reopened once if the server closed it)."""
+    parts = urlsplit(url)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    for attempt in (0, 1):
+        connection = getattr(local, "connection", None)
+        if connection is None or local.origin != (parts.scheme, parts.netloc):
+            kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+            connection = local.connection = kind(parts.netloc, timeout=30)
+            local.origin = (parts.scheme, parts.netloc)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            connection.close()
+            local.connection = None
+            if attempt:
+                raise
+            continue
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status} from {url}")
+        return response
+    raise AssertionError("unreachable")
 
 
 def _decode(handle) -> None:

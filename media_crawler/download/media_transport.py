@@ -30,6 +30,7 @@ import urllib3
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.util import make_headers
 
+from media_crawler.download.kept_alive import KeptAliveResponse, get_on_kept_alive
 from media_crawler.environment import ca_bundle_override
 from media_crawler.http import NO_RETRIES, Timeouts
 from media_crawler.net.pinning import PINNED_POOL_CLASSES
@@ -66,7 +67,7 @@ class MediaTransport:
         self._lock = threading.Lock()
 
     def request(self, method: str, url: str, headers: Mapping[str, str], *, timeouts: Timeouts,
-                preload: bool = False, target: Target | None = None) -> urllib3.BaseHTTPResponse:
+                preload: bool = False, target: Target | None = None) -> urllib3.BaseHTTPResponse | KeptAliveResponse:
         """One exchange with `url`, redirects not followed, body not decoded.
 
         Call it under net/pinning.py `under_policy` (net/redirects.py does):
@@ -76,14 +77,22 @@ class MediaTransport:
         text holds the URL, so callers report the exception's type only.
         target: `url`'s parse (net/targets.py), when the caller has it: a direct
         request then goes straight to its origin's pool, without urllib3
-        parsing the URL again and building the pool key (about 10 us a request).
+        parsing the URL again and building the pool key (about 10 us a request),
+        and a streamed GET on a connection that pool holds open goes through
+        download/kept_alive.py (http.client directly, urllib3's exceptions kept).
         """
-        options = {"headers": _with_defaults(headers), "redirect": False, "retries": NO_RETRIES,
+        merged = _with_defaults(headers)
+        options = {"headers": merged, "redirect": False, "retries": NO_RETRIES,
                    "preload_content": preload, "decode_content": False, "timeout": _urllib3_timeout(timeouts)}
         proxy = self.proxy_for(url)
         if target is not None and proxy is None:
             pool = self._direct_pools.get(target.origin)
             if pool is not None:
+                if method == "GET" and not preload:
+                    # An open connection of this origin's pool: the lean exchange (download/kept_alive.py).
+                    response = get_on_kept_alive(pool, _request_uri(target), merged, timeouts.read)
+                    if response is not None:
+                        return response
                 return pool.urlopen(method, _request_uri(target), assert_same_host=False, **options)
             response = self._direct.urlopen(method, url, **options)
             self._remember_direct_pool(target)

@@ -98,17 +98,23 @@ class _PinnedMixin:
         raise NewConnectionError(self, f"Failed to establish a new connection: {last_error}") from last_error
 
     def request(self, *args, **kwargs):
-        # A kept-alive connection opened under one policy may be reused under
-        # another: its address is judged again by the policy of this request.
-        # The same policy object as last time judged this address already: a frozen
-        # policy gives the same answer, so only another policy is asked again.
-        policy = _current_policy()
-        if self._dialled is not None and policy is not self._admitted_under and getattr(self, "proxy", None) is None:
-            host = (self.host or "").strip("[]").rstrip(".").lower()
-            if not policy.admits(host, self.port, self._dialled):
-                raise AddressRefused(f"{host} is connected to internal address {self._dialled}, not listed here")
-            self._admitted_under = policy
+        judge_reuse(self)
         return super().request(*args, **kwargs)
+
+
+def judge_reuse(connection: _PinnedMixin) -> None:
+    """Before a request on `connection` (urllib3's, or download/kept_alive.py's own GET):
+    a kept-alive connection opened under one policy may be reused under another, so
+    its address is judged again by the policy of this request (AddressRefused if
+    it is not admitted; no policy in force is refused too). The same policy object
+    as last time judged this address already: a frozen policy gives the same answer,
+    so only another policy is asked again."""
+    policy = _current_policy()
+    if connection._dialled is not None and policy is not connection._admitted_under and getattr(connection, "proxy", None) is None:
+        host = (connection.host or "").strip("[]").rstrip(".").lower()
+        if not policy.admits(host, connection.port, connection._dialled):
+            raise AddressRefused(f"{host} is connected to internal address {connection._dialled}, not listed here")
+        connection._admitted_under = policy
 
 
 class _PinnedHTTPConnection(_PinnedMixin, HTTPConnection):
