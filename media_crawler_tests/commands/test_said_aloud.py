@@ -76,7 +76,10 @@ def test_reports_read_the_home_crawl_wrote_and_say_which(crawl_home, simulator, 
     backup_dir = tmp_path / "backup"
     assert cli_main(["backup", "--to", str(backup_dir), "--config", str(config_path)]) == 0
     assert f"Dagster home {dagster_home}" in capfd.readouterr().err
-    assert (backup_dir / "dagster_home" / "history" / "runs.db").is_file()  # the run history is in the backup
+    from media_crawler.recovery.backup import BackupManifest, files_folder
+
+    files = files_folder(backup_dir, BackupManifest.read(backup_dir))
+    assert (files / "dagster_home" / "history" / "runs.db").is_file()  # the run history is in the backup
 
 
 def test_a_failed_partition_is_one_line_without_a_stack_trace(crawl_home, simulator, no_dagster_home, capfd):
