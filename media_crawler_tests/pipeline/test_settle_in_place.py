@@ -18,14 +18,20 @@ from media_crawler_tests.recovery.test_killed_dagster_run import dagster_home  #
 DAY, SOURCE = "2026-11-26", "weibo-678"
 
 
-def test_a_crawl_into_a_bucket_commits_in_its_download_step_and_counts_the_bytes(
-        crawl_home, simulator, dagster_home, s3_server, monkeypatch):  # noqa: F811
+def bucket_config(crawl_home, simulator, s3_server, monkeypatch):
+    """The recovery tests' sources.yaml with its store a fresh bucket prefix (the AWS settings set)."""
     for name, value in s3_server.environment.items():
         monkeypatch.setenv(name, value)
     path = write_recovery_config(crawl_home, simulator)
     data = yaml.safe_load(path.read_text())
     data["store"] = s3_server.new_uri()
     path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_crawl_into_a_bucket_commits_in_its_download_step_and_counts_the_bytes(
+        crawl_home, simulator, dagster_home, s3_server, monkeypatch):  # noqa: F811
+    path = bucket_config(crawl_home, simulator, s3_server, monkeypatch)
 
     outcome = crawl(path, [DAY], [SOURCE], instance=dagster_home)
     assert not outcome.failed
@@ -52,12 +58,7 @@ def test_the_hash_check_re_reads_what_the_download_step_committed(
 
     from media_crawler.defs import assets
 
-    for name, value in s3_server.environment.items():
-        monkeypatch.setenv(name, value)
-    path = write_recovery_config(crawl_home, simulator)
-    data = yaml.safe_load(path.read_text())
-    data["store"] = s3_server.new_uri()
-    path.write_text(yaml.safe_dump(data))
+    path = bucket_config(crawl_home, simulator, s3_server, monkeypatch)
     verify = assets.verify_partition
 
     def verify_then_rot_one_object(runtime, sources, window):

@@ -17,9 +17,8 @@ from media_crawler.store.ledger import Ledger
 from media_crawler.store.open_store import open_blob_store
 
 
-@pytest.fixture
-def bucket_crawl(s3_server, tmp_path, monkeypatch):
-    """A sources.yaml whose store is a bucket prefix holding three blobs, and its ledger."""
+def _three_blob_crawl(s3_server, tmp_path, monkeypatch, store_of):
+    """A crawl home whose store (`store_of(home)`) holds three blobs, and its ledger."""
     for name, value in s3_server.environment.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
@@ -27,7 +26,7 @@ def bucket_crawl(s3_server, tmp_path, monkeypatch):
     home = tmp_path / "original"
     home.mkdir()
     path = home / "sources.yaml"
-    path.write_text(yaml.safe_dump({"store": s3_server.new_uri(), "ledger_url": f"sqlite:///{home / 'ledger.db'}",
+    path.write_text(yaml.safe_dump({"store": store_of(home), "ledger_url": f"sqlite:///{home / 'ledger.db'}",
                                     "sources": [{"weibo": "user 678"}]}))
     config = load_config(path)
     Ledger(config.ledger_url)
@@ -36,6 +35,12 @@ def bucket_crawl(s3_server, tmp_path, monkeypatch):
         store.put_stream_if_absent(io.BytesIO(f"blob {n}".encode()))
     yield config
     dispose_engines()
+
+
+@pytest.fixture
+def bucket_crawl(s3_server, tmp_path, monkeypatch):
+    """A sources.yaml whose store is a bucket prefix holding three blobs, and its ledger."""
+    yield from _three_blob_crawl(s3_server, tmp_path, monkeypatch, lambda home: s3_server.new_uri())
 
 
 def test_a_bucket_store_backs_up_to_a_folder_and_restores_into_another_bucket(bucket_crawl, s3_server, tmp_path):
@@ -68,23 +73,8 @@ BACKUPS = "crawl-backups"
 
 @pytest.fixture
 def folder_crawl(s3_server, tmp_path, monkeypatch):
-    """A crawl whose store is a folder, with three blobs, its ledger naming them committed."""
-    for name, value in s3_server.environment.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
-    monkeypatch.setenv("MEDIA_CRAWLER_HOME", str(tmp_path / "var"))
-    home = tmp_path / "original"
-    home.mkdir()
-    path = home / "sources.yaml"
-    path.write_text(yaml.safe_dump({"store": str(home / "store"), "ledger_url": f"sqlite:///{home / 'ledger.db'}",
-                                    "sources": [{"weibo": "user 678"}]}))
-    config = load_config(path)
-    Ledger(config.ledger_url)
-    store = open_blob_store(config.store_location, create=True)
-    for n in range(3):
-        store.put_stream_if_absent(io.BytesIO(f"blob {n}".encode()))
-    yield config
-    dispose_engines()
+    """A crawl whose store is a folder holding three blobs, and its ledger."""
+    yield from _three_blob_crawl(s3_server, tmp_path, monkeypatch, lambda home: str(home / "store"))
 
 
 def blob_names(n: int = 3) -> set[str]:
