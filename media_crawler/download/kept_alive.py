@@ -137,11 +137,18 @@ class KeptAliveResponse:
             self.release_conn()
 
 
+# The pool's two private methods this path takes a connection with (urllib3 1.x and 2.x have
+# both; pyproject admits any urllib3 2): a release without them only loses the lean path.
+_POOL_LENDS = all(callable(getattr(HTTPConnectionPool, name, None)) for name in ("_get_conn", "_put_conn"))
+
+
 def get_on_kept_alive(pool: HTTPConnectionPool, request_uri: str, headers: Mapping[str, str],
                       read_timeout: float | None) -> KeptAliveResponse | None:
     """GET request_uri on one of pool's open connections; None when the pool has
     none open (the caller then goes through urllib3's urlopen, which connects).
     Call it under net/pinning.py `under_policy`, as urlopen is."""
+    if not _POOL_LENDS:
+        return None
     connection = pool._get_conn()  # a dropped connection comes back closed
     if connection.sock is None:
         pool._put_conn(connection)
