@@ -144,6 +144,14 @@ EXTRA_ROWS = {"pg-100k-w4": dict(kind="daemon", world="100k", workers=4, shards=
               # platform, 6 runs. Fewer runs than 4 workers can overlap twice: for the share, not for 4 vs 1.
               "pg-10k-w4-r1d": dict(kind="daemon", world="10k-1d", workers=4, code_server=True, shards_per_run=4,
                                     shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
+              # Runs of ~2,200 items at 100k (shards_per_run 8: 60 runs of 8 partitions), the run length
+              # docs/SHARDS.md asks of a slow host; pg-10k-w4-r1d is its 10k counterpart (6 runs of ~2,300).
+              "pg-100k-w4-r8": dict(kind="daemon", world="100k-2d", workers=4, code_server=True, shards_per_run=8,
+                                    shards=dict(bilibili=120, weibo=40, facebook=40, urls=40)),
+              "pg-100k-w4-r8-cl": dict(kind="daemon", world="100k-2d", workers=4, code_server=True, shards_per_run=8,
+                                       run_launcher="celery", shards=dict(bilibili=120, weibo=40, facebook=40, urls=40)),
+              "pg-10k-w4-r1d-cl": dict(kind="daemon", world="10k-1d", workers=4, code_server=True, shards_per_run=4,
+                                       run_launcher="celery", shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
               # The daemon with nothing to run, 640 sources: its per-second CPU (queue, sensors, monitoring).
               "daemon-idle-10k": dict(kind="idle", world="10k", workers=4, seconds=90)}
 
