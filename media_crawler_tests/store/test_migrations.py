@@ -147,10 +147,31 @@ def test_a_version_7_ledger_gets_the_kept_answers_table_and_the_media_response_c
     with engine.begin() as conn:
         conn.exec_driver_sql("DROP TABLE mc_api_answers")
         conn.exec_driver_sql("ALTER TABLE mc_tasks DROP COLUMN media_response")
-        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 8))
-    assert migrate(engine) == schema.SCHEMA_VERSION == 8
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version >= 8))
+    assert migrate(engine) == schema.SCHEMA_VERSION >= 8
     inspector = inspect(engine)
     assert "mc_api_answers" in inspector.get_table_names()
     assert "media_response" in {column["name"] for column in inspector.get_columns("mc_tasks")}
+    assert [task.item_id for task in Ledger(url).tasks()] == [record(1).item_id]
+    dispose_engines()
+
+
+def test_a_version_8_ledger_gets_the_answer_release_marks(tmp_path):
+    """Version 9 (answer release marks): a new table whose ids never come back, even once
+    every row is pruned (a keeper compares them: store/answers.py)."""
+    url = f"sqlite:///{tmp_path / 'v8.db'}"
+    Ledger(url).record_discovered([record(1)], source_key="s", day="d")
+    engine = get_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE mc_answer_releases")
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version >= 9))
+    assert migrate(engine) == schema.SCHEMA_VERSION >= 9
+    assert "mc_answer_releases" in inspect(engine).get_table_names()
+    marks = schema.answer_releases
+    with engine.begin() as conn:
+        conn.execute(marks.insert().values(sha256="a" * 64, pending=0, marked_at=0.0))
+        conn.execute(marks.delete())
+        conn.execute(marks.insert().values(sha256="a" * 64, pending=0, marked_at=0.0))
+        assert [row.id for row in conn.execute(marks.select())] == [2]
     assert [task.item_id for task in Ledger(url).tasks()] == [record(1).item_id]
     dispose_engines()
