@@ -81,8 +81,8 @@ def commit_partition(runtime: Runtime, source: Sources, window: DayWindow | None
 
 def _commit(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
     # One put at a time. On an object store the download step commits in place
-    # (settle_in_place.py), so this loop only takes what an older run left verified: a pool
-    # of overlapping uploads (tried at stop 36) served that remainder and was taken out.
+    # (settle_in_place.py), so this loop only takes what an older run left verified: too
+    # little for a pool of overlapping uploads to pay for (bench/S3_COMMIT.md says what one did).
     report = StageReport("commit")
     changes = []
     for task in tasks:
