@@ -100,22 +100,28 @@ def test_on_an_s3_answer_store(s3_server, tmp_path, monkeypatch):
     store.release(_sha(SHARED))  # gone already: no error
 
 
+def _swept_after_the_first_put(ledger: Ledger, real, swept: list[int]):
+    """`real`'s folder as a store whose first put is followed by a sweep (`compact` between
+    a keeper's put and its row); `swept` gets what it released."""
+
+    class SweptAfterPut(type(real)):
+        def put_stream_if_absent(self, stream, sha256=None):
+            stored = super().put_stream_if_absent(stream, sha256)
+            if not swept:
+                swept.append(sweep_unnamed(ledger, real))
+            return stored
+
+    return SweptAfterPut(real.root)
+
+
 def test_a_blob_released_before_its_row_is_written_is_stored_again(tmp_path):
     """A crawl keeps an answer: the blob is put, then `compact` sweeps it (no row names it
     yet), then the row's transaction sees the sweep's mark: no row, the blob is put again,
     then the row is written."""
     ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     real = open_answer_store(tmp_path / "store", create=True)
-    swept = []
-
-    class SweptAfterPut(type(real)):
-        def put_stream_if_absent(self, stream, sha256=None):
-            stored = super().put_stream_if_absent(stream, sha256)
-            if not swept:
-                swept.append(sweep_unnamed(ledger, real))  # the compact between the put and the row
-            return stored
-
-    keeper = AnswerKeeper(ledger, SweptAfterPut(real.root))
+    swept: list[int] = []
+    keeper = AnswerKeeper(ledger, _swept_after_the_first_put(ledger, real, swept))
     keeper.keep(_answer(ONLY_NEW, NEW))
     assert swept == [1], "the sweep ran between the put and the row and deleted the blob"
     [row] = list(kept_answers(ledger))
@@ -190,17 +196,10 @@ def test_keeping_an_answer_calls_the_store_with_no_ledger_transaction_open(ledge
     row. The watch itself is shown to see a call made inside a transaction."""
     real = open_answer_store(tmp_path / "store", create=True)
     swept: list[int] = []
-
-    class SweptAfterPut(type(real)):
-        def put_stream_if_absent(self, stream, sha256=None):
-            stored = super().put_stream_if_absent(stream, sha256)
-            if not swept:
-                swept.append(sweep_unnamed(ledger, real))  # the compact between the put and the row
-            return stored
-
     calls: list[tuple[str, bool]] = []
     with LedgerTransactions(ledger.engine) as transactions:
-        keeper = AnswerKeeper(ledger, _calls_watched(SweptAfterPut(real.root), transactions, calls))
+        keeper = AnswerKeeper(ledger, _calls_watched(_swept_after_the_first_put(ledger, real, swept), transactions,
+                                                     calls))
         keeper.keep(_answer(ONLY_NEW, NEW))  # released by the sweep, stored again
         keeper.keep(_answer(ONLY_NEW, NEW + 1))  # an unchanged page: the blob is there
         keeper.keep(_answer(SHARED, NEW + 2))
@@ -243,6 +242,14 @@ def _home(tmp_path: Path, store: str | None = None) -> Path:
     return config
 
 
+def _opened(config: Path):
+    """(ledger, answer store) of a home's config, as the commands open them."""
+    from media_crawler.config import load_config
+
+    loaded = load_config(config)
+    return Ledger(loaded.ledger_url), open_answer_store(loaded.store_location, create=True)
+
+
 def _cli(*args: str, crash_at: str | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
     if crash_at:
@@ -254,11 +261,7 @@ def _cli(*args: str, crash_at: str | None = None) -> subprocess.CompletedProcess
 def test_a_compact_killed_between_rows_and_blobs_converges(tmp_path, monkeypatch):
     monkeypatch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
     config = _home(tmp_path)
-    from media_crawler.config import load_config
-
-    loaded = load_config(config)
-    ledger = Ledger(loaded.ledger_url)
-    store = open_answer_store(loaded.store_location, create=True)
+    ledger, store = _opened(config)
     _keep_three(ledger, store)  # fetched in 1970: every answer is older than a day
     keeper = AnswerKeeper(ledger, store)
     import time
@@ -291,11 +294,7 @@ def test_a_sweep_killed_after_deleting_a_blob_is_finished_by_the_next(tmp_path, 
     monkeypatch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
     caplog.set_level("INFO", logger="media_crawler.items")
     config = _home(tmp_path)
-    from media_crawler.config import load_config
-
-    loaded = load_config(config)
-    ledger = Ledger(loaded.ledger_url)
-    store = open_answer_store(loaded.store_location, create=True)
+    ledger, store = _opened(config)
     keeper = AnswerKeeper(ledger, store)
     keeper.keep(_answer(ONLY_OLD, OLD))  # fetched in 1970: older than a day
 
@@ -321,11 +320,7 @@ def test_a_sweep_killed_after_deleting_a_blob_is_finished_by_the_next(tmp_path, 
 def test_reconcile_repair_removes_orphan_answer_blobs(tmp_path, monkeypatch):
     monkeypatch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
     config = _home(tmp_path)
-    from media_crawler.config import load_config
-
-    loaded = load_config(config)
-    ledger = Ledger(loaded.ledger_url)
-    store = open_answer_store(loaded.store_location, create=True)
+    ledger, store = _opened(config)
     import io
 
     orphan = store.put_stream_if_absent(io.BytesIO(ONLY_OLD)).sha256  # a crawl killed before the row
