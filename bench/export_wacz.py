@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from media_crawler.store import bulk_load
-from media_crawler.store.answers import KeptAnswer, record_answer
+from media_crawler.store.answers import KeptAnswer, record_answer, release_mark
 from media_crawler.store.ledger import Ledger
 from media_crawler.store.open_store import open_answer_store, open_blob_store
 
@@ -65,11 +65,12 @@ def build(home: Path, items: int, blob_bytes: int) -> Path:
     bulk_load.load_tasks(ledger, rows)
     for page in range(items // 10):
         body = json.dumps({"page": page, "items": [f"{page * 10 + i:08d}" for i in range(10)]}).encode()
+        mark = release_mark(ledger)
         stored = answers.put_stream_if_absent(io.BytesIO(body))
-        record_answer(ledger, KeptAnswer(platform="urls", url=f"https://example.com/feed.json?page={page}",
-                                         fetched_at=START + page * 10, status=200, reason="OK",
-                                         headers=(("Content-Type", "application/json"),), sha256=stored.sha256,
-                                         size=stored.size))
+        assert record_answer(ledger, KeptAnswer(platform="urls", url=f"https://example.com/feed.json?page={page}",
+                                                fetched_at=START + page * 10, status=200, reason="OK",
+                                                headers=(("Content-Type", "application/json"),),
+                                                sha256=stored.sha256, size=stored.size), stored_since=mark)
     config = home / "sources.yaml"
     config.write_text(f"store: {home / 'store'}\nledger_url: {ledger_url}\nsources: []\n")
     return config

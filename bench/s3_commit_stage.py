@@ -1,12 +1,13 @@
 """The commit stage and its blocking check on an s3:// store, on a small crawl of the simulator
 into SeaweedFS (127.0.0.1), in one process (no Dagster: the stage functions the assets call).
 
-For each way of committing (the puts one at a time, `concurrent_puts` = 1, and with the
-store's pool), a fresh bucket prefix: discover, download and verify the simulator's demo
-sources for their days, then time `commit_partition` over every partition and count the
-S3 requests it made; then the blocking check (`partition_blob_mismatches`, every commit
-of this run) with `rehash_commits: true` (downloads and re-hashes: what the check did
-before issue 29's fix) and with the default (one HEAD a blob). Prints one row each.
+Each round, a fresh bucket prefix: discover, download and verify the simulator's demo
+sources for their days (download_partition, not the Dagster step, which would commit in
+place: settle_in_place.py), then time `commit_partition` over every partition (what the
+commit stage does with items an older run left verified) and count the S3 requests it
+made; then the blocking check (`partition_blob_mismatches`, every commit of this run)
+with `rehash_commits: true` (downloads and re-hashes: what the check did before issue
+29's fix) and with the default (one HEAD a blob). Prints one row each.
 
     .venv/bin/python -m bench s3_commit_stage [--days 3] [--rounds 2] [--latency-ms 0]
 """
@@ -41,7 +42,7 @@ def _counting(latency_s: float):
     return sent
 
 
-def _crawl(sim, server, work: Path, days: int, puts: int, sent: Counter) -> list[dict]:
+def _crawl(sim, server, work: Path, days: int, sent: Counter) -> list[dict]:
     from media_crawler.config import load_config
     from media_crawler.models import DayWindow
     from media_crawler.pipeline.discover import discover
@@ -59,7 +60,6 @@ def _crawl(sim, server, work: Path, days: int, puts: int, sent: Counter) -> list
     path.write_text(yaml.safe_dump(data))
     config = load_config(path)
     runtime = Runtime.from_config(config)
-    runtime.store.concurrent_puts = puts
     partitions = [(source, DayWindow.parse(day)) for day in sim.truth()["days"][-days:] for source in config.sources]
     for source, window in partitions:
         discover(runtime, source, window)
@@ -72,7 +72,7 @@ def _crawl(sim, server, work: Path, days: int, puts: int, sent: Counter) -> list
         report = commit_partition(runtime, source, window)
         committed += report.ok
         size += report.bytes
-    rows.append({"what": f"commit, concurrent_puts={puts}", "items": committed, "MB": size / 1e6,
+    rows.append({"what": "commit", "items": committed, "MB": size / 1e6,
                  "seconds": time.monotonic() - started, "requests": dict(sent)})
     for rehash in (True, False):
         checked = dataclasses.replace(runtime, config=dataclasses.replace(config, rehash_commits=rehash))
@@ -112,14 +112,13 @@ def main(argv: list[str] | None = None) -> int:
         print("| round | what | items | MB | seconds | S3 requests |")
         print("|---|---|---|---|---|---|")
         for round_ in range(1, args.rounds + 1):
-            for puts in (1, 4):
-                with tempfile.TemporaryDirectory(prefix="s3-commit-stage-") as work:
-                    os.environ["MEDIA_CRAWLER_HOME"] = work
-                    for row in _crawl(sim, server, Path(work), args.days, puts, sent):
-                        requests = ", ".join(f"{method} {count}" for method, count in sorted(row["requests"].items()))
-                        print(f"| {round_} | {row['what']} | {row['items']} | {row['MB']:.1f} | "
-                              f"{row['seconds']:.2f} | {requests} |", flush=True)
-                    dispose_engines()
+            with tempfile.TemporaryDirectory(prefix="s3-commit-stage-") as work:
+                os.environ["MEDIA_CRAWLER_HOME"] = work
+                for row in _crawl(sim, server, Path(work), args.days, sent):
+                    requests = ", ".join(f"{method} {count}" for method, count in sorted(row["requests"].items()))
+                    print(f"| {round_} | {row['what']} | {row['items']} | {row['MB']:.1f} | "
+                          f"{row['seconds']:.2f} | {requests} |", flush=True)
+                dispose_engines()
         print(f"load average (1 min) at the end: {load_1min():.1f}")
     finally:
         sim.stop()

@@ -37,13 +37,15 @@ POINTS = (
 # Points of the maintenance commands, outside a crawl (a crawl never reaches them, so the
 # crawl's kill-anywhere test does not iterate over them).
 AFTER_ANSWER_ROWS_RELEASED = "after_answer_rows_released"  # compact: old answer rows gone, their blobs not yet
+# compact's sweep (store/answer_release.py): a blob deleted, its pending mark not yet replaced
+AFTER_ANSWER_BLOB_DELETED = "after_answer_blob_deleted"
 # backup (recovery/backup.py publish_backup): between the steps of its publish order.
 AFTER_BACKUP_SNAPSHOTS = "after_backup_snapshots"  # databases snapshotted locally, no blob copied yet
 AFTER_BACKUP_BLOB = "after_backup_blob"  # one more blob copied (":n": after the nth)
 AFTER_BACKUP_FILE = "after_backup_file"  # one more file published (":1": the ledger), manifest not yet
 AFTER_BACKUP_MANIFEST = "after_backup_manifest"  # the manifest published, the older files not yet removed
-MAINTENANCE_POINTS = (AFTER_ANSWER_ROWS_RELEASED, AFTER_BACKUP_SNAPSHOTS, AFTER_BACKUP_BLOB, AFTER_BACKUP_FILE,
-                      AFTER_BACKUP_MANIFEST)
+MAINTENANCE_POINTS = (AFTER_ANSWER_ROWS_RELEASED, AFTER_ANSWER_BLOB_DELETED, AFTER_BACKUP_SNAPSHOTS,
+                      AFTER_BACKUP_BLOB, AFTER_BACKUP_FILE, AFTER_BACKUP_MANIFEST)
 
 _hits: Counter[str] = Counter()
 _lock = threading.Lock()

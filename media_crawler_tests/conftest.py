@@ -75,11 +75,13 @@ def demo_config(crawl_home, simulator):
     return path
 
 
-def write_config(home, simulator, sources: list[dict]):
+def write_config(home, simulator, sources: list[dict], **settings):
+    """The demo's sources.yaml with these sources (and these top-level settings)."""
     from media_crawler_sim.sources import demo_sources
 
     data = demo_sources(simulator.base_url)
     data["sources"] = sources
+    data.update(settings)
     home.mkdir(parents=True, exist_ok=True)
     path = home / "sources.yaml"
     path.write_text(yaml.safe_dump(data))

@@ -24,18 +24,26 @@ from __future__ import annotations
 import hashlib
 import io
 import threading
+import time
 
-from media_crawler.errors import CrawlError
+from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.observe.events import log_item
 from media_crawler.platforms.transport import FetchedAnswer
 from media_crawler.scrub import MASK, encodings, mask_secrets_in_bytes, scrub_text, scrub_url
-from media_crawler.store.answers import KeptAnswer, record_answer
+from media_crawler.store.answers import KeptAnswer, record_answer, release_mark
 from media_crawler.store.blob_store import BlobStore
 from media_crawler.store.ledger import Ledger
 
 # Lower-case names of headers about the transfer rather than the kept bytes.
 TRANSFER_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length", "connection", "keep-alive",
                               "proxy-connection", "trailer", "upgrade"})
+# Store-then-record rounds for one answer. A compact releasing its blob meanwhile costs two
+# more (its pending mark, then its released one); one that stays pending (a compact killed
+# mid-sweep, until the next compact or `reconcile --repair` finishes it) ends in answer_not_kept.
+KEEP_ROUNDS = 5
+# The wait before round N+1 is N times this: room for the sweep to take the ledger between
+# marking a blob pending and deleting it, rather than a keeper's rounds spent in that gap.
+KEEP_BACKOFF_S = 0.05
 
 
 class AnswerKeeper:
@@ -63,10 +71,18 @@ class AnswerKeeper:
             status=answer.status, reason=scrub_text(answer.reason, secrets),
             headers=kept_headers(answer.headers, secrets), sha256=sha256, size=len(body))
         try:
-            stored()
-            # Checked again inside the row's transaction: `compact --answers-older-than` may
-            # have released the blob since, no row naming it yet (store/answers.py).
-            record_answer(self.ledger, kept, still_stored=stored)
+            # The blob is stored before the row's transaction, never inside it: the row is
+            # written only if `compact --answers-older-than` did not release the blob since
+            # (store/answers.py), else it is stored again.
+            for round_ in range(KEEP_ROUNDS):
+                time.sleep(KEEP_BACKOFF_S * round_)
+                mark = release_mark(self.ledger)
+                stored()
+                if record_answer(self.ledger, kept, stored_since=mark):
+                    break
+            else:
+                raise CrawlError(ErrorClass.STORAGE_ERROR,
+                                 f"its blob is being released by a compact ({KEEP_ROUNDS} tries)")
         except CrawlError as error:
             # The crawl goes on without this answer (its media matter more than the
             # archive of how they were listed); the line says which one was not kept.

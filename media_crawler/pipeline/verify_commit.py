@@ -17,8 +17,7 @@ from media_crawler.crashpoints import AFTER_COMMIT_LEDGER, AFTER_VERIFY, crash_p
 from media_crawler.pipeline.leases import LeaseKeeper
 from media_crawler.pipeline.liveness import lease_owner
 from media_crawler.store.leases import claim_in_state
-from media_crawler.pipeline.commit_ahead import CommitsAhead
-from media_crawler.pipeline.settle import verify_staged
+from media_crawler.pipeline.settle import commit_staged, verify_staged
 from media_crawler.store.ledger import DISCOVERED, DOWNLOADED, GONE, VERIFIED, Ledger, Task
 from media_crawler.store.transitions import Released, StagingLost
 
@@ -81,20 +80,17 @@ def commit_partition(runtime: Runtime, source: Sources, window: DayWindow | None
 
 
 def _commit(runtime: Runtime, tasks: list[Task]) -> tuple[StageReport, list]:
-    with CommitsAhead(runtime, tasks) as puts:  # an object store's uploads overlap (commit_ahead.py)
-        return _commit_each(runtime, tasks, puts)
-
-
-def _commit_each(runtime: Runtime, tasks: list[Task], puts: CommitsAhead) -> tuple[StageReport, list]:
+    # One put at a time. On an object store the download step commits in place
+    # (settle_in_place.py), so this loop only takes what an older run left verified: too
+    # little for a pool of overlapping uploads to pay for (bench/S3_COMMIT.md says what one did).
     report = StageReport("commit")
     changes = []
     for task in tasks:
         part = runtime.store.staging_path(task.staging_name)
-        if task.sha256 and not part.exists() and not puts.stored_ahead(task) \
-                and not runtime.store.exists(task.sha256):
+        if task.sha256 and not part.exists() and not runtime.store.exists(task.sha256):
             _staging_lost(report, changes, task)
             continue
-        settled = puts.settle(task)
+        settled = commit_staged(runtime, task, sha256=task.sha256, size=task.size, attempts=task.attempts)
         if not _settled(report, changes, task, settled):
             if settled.error.policy.stops_admission:
                 break  # disk full or failing: stop touching the store

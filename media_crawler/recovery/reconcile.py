@@ -21,6 +21,9 @@ What is checked (`kind` of each finding, and what `repair=True` does about it):
 |                   | (a worker killed mid-put): invisible, but it costs    |                                 |
 | orphan_answer     | a blob of the answer store no answer row names (a     | removed (store/answer_release.py|
 |                   | compact or a crawl killed between its two steps)      | `sweep_unnamed`)                |
+| pending_answer_   | an answer blob a killed compact marked for release    | released (`sweep_unnamed`); no  |
+| release           | (deleted or not): its bytes are kept by no crawl      | answer with those bytes is kept |
+|                   | until the mark is finished                            | until then                      |
 
 A muxed MP4's row (variant `mux`) is deleted instead of re-queued: it was never
 downloaded, and the next commit stage muxes the group's tracks again.
@@ -46,7 +49,7 @@ from dataclasses import asdict, dataclass, field
 
 from media_crawler.pipeline.leases import dead_owners, release_dead_leases
 from media_crawler.store import blob_rows
-from media_crawler.store.answer_release import sweep_unnamed, unnamed_answer_blobs
+from media_crawler.store.answer_release import pending_releases, sweep_unnamed, unnamed_answer_blobs
 from media_crawler.store.blob_rows import BlobRow
 from media_crawler.store.blob_store import BlobStore, UnfinishedUploads, rehash
 from media_crawler.store.ledger import COMMITTED, DOWNLOADED, FINISHED_STATES, VERIFIED, Ledger
@@ -120,6 +123,10 @@ class Reconciler:
         for name in unnamed_answer_blobs(self.ledger, self.answers):
             self._note("orphan_answer", self.answers.location(name), "no kept answer names this blob", "removed",
                        "would remove")
+        for name in pending_releases(self.ledger):
+            self._note("pending_answer_release", self.answers.location(name),
+                       "a compact was killed releasing this blob; no crawl keeps these bytes meanwhile", "released",
+                       "would release")
         if self.repair:
             sweep_unnamed(self.ledger, self.answers)  # checked again, under the lock a keeper takes
 

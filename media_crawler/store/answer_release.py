@@ -13,29 +13,41 @@ still has its blob (an export of it stays whole):
    and a blob whose row a killed crawl never wrote. A restart converges to what a
    clean run leaves.
 
-A blob is deleted only inside a transaction that holds answer writers off
-(store/answers.py `hold_answer_writers`) and has just seen that no row names it; a
-crawl recording a row for that blob meanwhile waits, then stores it again. Media
-blobs are never deleted (store/blob_store.py `ReleasableBlobs` says why).
+A blob is deleted in two transactions, each holding answer writers off (store/answers.py
+`hold_answer_writers`): the first sees that no row names it and marks it pending
+(mc_answer_releases), and commits; the second deletes it and replaces the mark by a
+released one. A crawl keeping an answer with these bytes meanwhile writes no row while
+the mark is pending, and stores the blob again once it sees the released mark
+(store/answers.py says why no row can name a deleted blob). A sweep killed between the two
+leaves pending marks: the next sweep (compact, `reconcile --repair`) finishes them first.
+The deletes are calls to the store made while writers are held off (an object store's
+are round trips): a compact's, at most SWEEP_BATCH of them a transaction; keeping an
+answer makes none inside its transaction. Media blobs are never deleted
+(store/blob_store.py `ReleasableBlobs` says why).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from itertools import islice
 from typing import Iterator
 
 from sqlalchemy import delete, func, select
 
-from media_crawler.crashpoints import AFTER_ANSWER_ROWS_RELEASED, crash_point
+from media_crawler.crashpoints import AFTER_ANSWER_BLOB_DELETED, AFTER_ANSWER_ROWS_RELEASED, crash_point
 from media_crawler.store import schema
 from media_crawler.store.answers import hold_answer_writers
 from media_crawler.store.blob_store import BlobStore, ReleasableBlobs
 from media_crawler.store.ledger import Ledger
 
 A = schema.api_answers
+R = schema.answer_releases
 ROW_BATCH = 5_000
 # Blobs checked and deleted per transaction: answer writers wait for one batch at most.
 SWEEP_BATCH = 200
+# Released marks are pruned this long after the delete: a keeper needs a mark only between
+# taking its own and writing its row (store/answers.py MARK_FRESH_S, an hour at most).
+MARKS_KEPT_S = 86_400.0
 
 
 @dataclass
@@ -56,7 +68,7 @@ def release_answers(ledger: Ledger, store: BlobStore, *, before: float, dry_run:
         with ledger.engine.connect() as conn:
             done.rows, done.row_bytes = conn.execute(
                 select(func.count(), func.coalesce(func.sum(A.c.size), 0)).where(old)).one()
-        done.blobs = sum(len(_unnamed(ledger, batch, kept_since=before)) for batch in _batches(store))
+        done.blobs = sum(len(_unnamed(ledger, batch, kept_since=before)) for batch in _batches(store.iter_sha256s()))
         return done
     while True:
         with ledger.engine.begin() as conn:
@@ -74,24 +86,59 @@ def sweep_unnamed(ledger: Ledger, store: BlobStore, *, dry_run: bool = False) ->
     """Delete every answer blob no row names (dry_run: count them); returns how many."""
     if dry_run:
         return sum(1 for _name in unnamed_answer_blobs(ledger, store))
-    released = 0
-    for batch in _batches(store):
-        with ledger.engine.begin() as conn:
-            hold_answer_writers(conn)
-            for sha256 in _unnamed_in(conn, batch):
-                store.release(sha256)
-                released += 1
+    # First what a killed sweep left marked pending, then every blob of the store.
+    released = sum(_delete_marked(ledger, store, batch) for batch in _batches(iter(pending_releases(ledger))))
+    for batch in _batches(store.iter_sha256s()):
+        released += _delete_marked(ledger, store, _mark_unnamed(ledger, batch))
     return released
+
+
+def pending_releases(ledger: Ledger) -> list[str]:
+    """The blobs marked pending now: none but while a sweep runs, or what a killed one left."""
+    with ledger.engine.connect() as conn:
+        return list(conn.execute(select(R.c.sha256).where(R.c.pending == 1).distinct()).scalars())
+
+
+def _mark_unnamed(ledger: Ledger, batch: list[str]) -> list[str]:
+    """The first transaction: mark pending the blobs of `batch` no row names (committed
+    before any is deleted); prune released marks older than MARKS_KEPT_S."""
+    now = time.time()
+    with ledger.engine.begin() as conn:
+        hold_answer_writers(conn)
+        conn.execute(delete(R).where(R.c.pending == 0, R.c.marked_at < now - MARKS_KEPT_S))
+        unnamed = _unnamed_in(conn, batch)
+        if unnamed:
+            conn.execute(R.insert(), [{"sha256": sha256, "pending": 1, "marked_at": now} for sha256 in unnamed])
+    return unnamed
+
+
+def _delete_marked(ledger: Ledger, store: BlobStore, marked: list[str]) -> int:
+    """The second transaction: delete the blobs still marked pending (another sweep may
+    have finished them) and mark them released, under new ids. Rows cannot name a blob
+    while it is pending (store/answers.py); checked again all the same, since a named
+    blob must never go."""
+    if not marked:
+        return 0
+    with ledger.engine.begin() as conn:
+        hold_answer_writers(conn)
+        still = set(conn.execute(select(R.c.sha256).where(R.c.pending == 1, R.c.sha256.in_(marked))).scalars())
+        doomed = _unnamed_in(conn, sorted(still))
+        for sha256 in doomed:
+            store.release(sha256)
+            crash_point(AFTER_ANSWER_BLOB_DELETED)
+        conn.execute(delete(R).where(R.c.pending == 1, R.c.sha256.in_(sorted(still))))
+        if doomed:
+            conn.execute(R.insert(), [{"sha256": sha256, "pending": 0, "marked_at": time.time()} for sha256 in doomed])
+    return len(doomed)
 
 
 def unnamed_answer_blobs(ledger: Ledger, store: BlobStore) -> Iterator[str]:
     """The answer blobs no row names now (what `sweep_unnamed` would delete)."""
-    for batch in _batches(store):
+    for batch in _batches(store.iter_sha256s()):
         yield from _unnamed(ledger, batch)
 
 
-def _batches(store: BlobStore) -> Iterator[list[str]]:
-    names = store.iter_sha256s()
+def _batches(names: Iterator[str]) -> Iterator[list[str]]:
     while batch := list(islice(names, SWEEP_BATCH)):
         yield batch
 

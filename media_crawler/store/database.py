@@ -241,10 +241,17 @@ def _v8_archive(conn: Connection) -> None:
     _add_missing_columns(conn, schema.tasks, schema.COLUMNS_SINCE[8])
 
 
+def _v9_answer_release_marks(conn: Connection) -> None:
+    # The marks of answer blobs a compact releases (schema.answer_releases): a new, empty
+    # table with its index, built at once on both databases.
+    tables = [schema.metadata.tables[name] for name in schema.TABLES_SINCE[9]]
+    schema.metadata.create_all(conn, tables=tables, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_create, 2: _v2_time_indexes, 3: _v3_wait_columns,
                                                        4: _v4_partition_layout, 5: _v5_item_feed_errors,
                                                        6: _v6_lease_index, 7: _v7_unfinished_index,
-                                                       8: _v8_archive}
+                                                       8: _v8_archive, 9: _v9_answer_release_marks}
 
 
 # Session-level advisory lock: one process at a time builds indexes concurrently.

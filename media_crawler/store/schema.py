@@ -21,7 +21,7 @@ from sqlalchemy import (
 
 from media_crawler.store.states import FINISHED_STATES, STATES
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 metadata = MetaData()
 # Rows that are not finished (states.py: every state but committed and gone), as SQL:
 # the predicate of ix_mc_tasks_unfinished and of the queries it serves.
@@ -220,6 +220,25 @@ api_answers = Table(
     Index("ix_mc_api_answers_fetched_at", "fetched_at"),
     Index("ix_mc_api_answers_sha256", "sha256"),
 )
-TABLES_SINCE = {4: ("mc_layout", "mc_sources", "mc_source_days"), 8: ("mc_api_answers",)}
+
+# Version 9 (answer release marks): what `compact --answers-older-than` releases from the
+# answer store, so that keeping an answer needs no call to the store inside its row's
+# transaction (store/answers.py, store/answer_release.py). A mark is written `pending`
+# (committed) before the sweep deletes the blob, and replaced by a released one, under a
+# new id, in the transaction that deleted it. Ids only grow (AUTOINCREMENT on SQLite, a
+# sequence on PostgreSQL; marks are written by one sweep at a time): a keeper compares
+# the newest id it saw before storing a blob with the marks its row's transaction sees.
+answer_releases = Table(
+    "mc_answer_releases",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("sha256", String(64), nullable=False),
+    Column("pending", Integer, nullable=False),  # 1: about to be deleted, 0: deleted
+    Column("marked_at", Float, nullable=False),  # unix time; released marks are pruned after a day
+    Index("ix_mc_answer_releases_sha256", "sha256"),
+    sqlite_autoincrement=True,
+)
+TABLES_SINCE = {4: ("mc_layout", "mc_sources", "mc_source_days"), 8: ("mc_api_answers",),
+                9: ("mc_answer_releases",)}
 # The mc_layout row of a ledger that had rows before version 4 (per-source partitions).
 LEGACY_LAYOUT = "*per-source*"

@@ -1,24 +1,13 @@
 """The commit guard's blob check: presence always, re-hash for this run's commits (or all)."""
 import time
 
-from media_crawler.config import load_config
-from media_crawler.models import DayWindow
-from media_crawler.pipeline.discover import discover
-from media_crawler.pipeline.download import download_partition
 from media_crawler.pipeline.integrity import partition_blob_mismatches
-from media_crawler.pipeline.runtime import Runtime
-from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
-from media_crawler_tests.conftest import write_config
+from media_crawler.pipeline.verify_commit import commit_partition
+from media_crawler_tests.verified_partition import verified_partition
 
 
 def test_missing_blobs_are_always_found_and_corrupt_ones_when_rehashed(crawl_home, simulator):
-    config = load_config(write_config(crawl_home, simulator, [{"urls": f"{simulator.base_url}/urls/demo.json"}]))
-    runtime = Runtime.from_config(config)
-    [source] = config.sources
-    window = DayWindow.parse(simulator.truth()["days"][-1])
-    discover(runtime, source, window)
-    download_partition(runtime, source, window)
-    verify_partition(runtime, source, window)
+    runtime, source, window = verified_partition(crawl_home, simulator)
     commit_partition(runtime, source, window)
     assert partition_blob_mismatches(runtime, source, window) == []
 

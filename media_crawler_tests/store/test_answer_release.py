@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sqlalchemy import event
 
-from media_crawler.crashpoints import AFTER_ANSWER_ROWS_RELEASED, CRASH_ENV
+from media_crawler.crashpoints import AFTER_ANSWER_BLOB_DELETED, AFTER_ANSWER_ROWS_RELEASED, CRASH_ENV
 from media_crawler.pipeline.answers import AnswerKeeper
 from media_crawler.platforms.transport import FetchedAnswer
 from media_crawler.store.answer_release import release_answers, sweep_unnamed, unnamed_answer_blobs
@@ -99,25 +100,32 @@ def test_on_an_s3_answer_store(s3_server, tmp_path, monkeypatch):
     store.release(_sha(SHARED))  # gone already: no error
 
 
-def test_a_blob_released_before_its_row_is_written_is_stored_again(tmp_path):
-    """A crawl keeps an answer: the blob is put, then `compact` sweeps it (no row names it
-    yet), then the row is written: inside the row's transaction the blob is put again."""
-    ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
-    real = open_answer_store(tmp_path / "store", create=True)
-    swept = []
+def _swept_after_the_first_put(ledger: Ledger, real, swept: list[int]):
+    """`real`'s folder as a store whose first put is followed by a sweep (`compact` between
+    a keeper's put and its row); `swept` gets what it released."""
 
     class SweptAfterPut(type(real)):
         def put_stream_if_absent(self, stream, sha256=None):
             stored = super().put_stream_if_absent(stream, sha256)
             if not swept:
-                swept.append(sweep_unnamed(ledger, real))  # the compact between the put and the row
+                swept.append(sweep_unnamed(ledger, real))
             return stored
 
-    keeper = AnswerKeeper(ledger, SweptAfterPut(real.root))
+    return SweptAfterPut(real.root)
+
+
+def test_a_blob_released_before_its_row_is_written_is_stored_again(tmp_path):
+    """A crawl keeps an answer: the blob is put, then `compact` sweeps it (no row names it
+    yet), then the row's transaction sees the sweep's mark: no row, the blob is put again,
+    then the row is written."""
+    ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    real = open_answer_store(tmp_path / "store", create=True)
+    swept: list[int] = []
+    keeper = AnswerKeeper(ledger, _swept_after_the_first_put(ledger, real, swept))
     keeper.keep(_answer(ONLY_NEW, NEW))
     assert swept == [1], "the sweep ran between the put and the row and deleted the blob"
     [row] = list(kept_answers(ledger))
-    assert real.exists(row.sha256), "stored again inside the row's transaction"
+    assert real.exists(row.sha256), "stored again before its row was written"
 
 
 def test_on_postgresql_a_sweep_waits_for_a_row_being_written(postgres, tmp_path):
@@ -140,6 +148,71 @@ def test_on_postgresql_a_sweep_waits_for_a_row_being_written(postgres, tmp_path)
         _wait_for_a_waiting_lock(postgres, ledger)
     sweeper.join()
     assert done == [0] and store.exists(sha256)
+
+
+class LedgerTransactions:
+    """Counts the ledger's transactions open now (SQLAlchemy's begin, commit and rollback
+    events on its engine), in every thread."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+        self.open = 0
+        self._hooks = {"begin": lambda conn: self._count(1), "commit": lambda conn: self._count(-1),
+                       "rollback": lambda conn: self._count(-1)}
+
+    def _count(self, step: int) -> None:
+        self.open += step
+
+    def __enter__(self) -> "LedgerTransactions":
+        for name, hook in self._hooks.items():
+            event.listen(self.engine, name, hook)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for name, hook in self._hooks.items():
+            event.remove(self.engine, name, hook)
+
+
+def _calls_watched(store, transactions: LedgerTransactions, calls: list) -> object:
+    """`store`, each call of it noted with whether a ledger transaction was open then."""
+
+    class Watched:
+        def __getattr__(self, name):
+            method = getattr(store, name)
+
+            def called(*args, **kwargs):
+                calls.append((name, transactions.open > 0))
+                return method(*args, **kwargs)
+
+            return called
+
+    return Watched()
+
+
+def test_keeping_an_answer_calls_the_store_with_no_ledger_transaction_open(ledger, tmp_path):
+    """The row's transaction makes no call to the store (on S3 each is a round trip, and on
+    SQLite the transaction holds the database's write lock), even when `compact` released
+    the blob between the put and the row: the keeper puts it again outside, then writes the
+    row. The watch itself is shown to see a call made inside a transaction."""
+    real = open_answer_store(tmp_path / "store", create=True)
+    swept: list[int] = []
+    calls: list[tuple[str, bool]] = []
+    with LedgerTransactions(ledger.engine) as transactions:
+        keeper = AnswerKeeper(ledger, _calls_watched(_swept_after_the_first_put(ledger, real, swept), transactions,
+                                                     calls))
+        keeper.keep(_answer(ONLY_NEW, NEW))  # released by the sweep, stored again
+        keeper.keep(_answer(ONLY_NEW, NEW + 1))  # an unchanged page: the blob is there
+        keeper.keep(_answer(SHARED, NEW + 2))
+        assert swept == [1] and transactions.open == 0
+        assert [name for name, _inside in calls].count("put_stream_if_absent") == 3, "one put again after the sweep"
+        assert calls and not any(inside for _name, inside in calls), calls
+
+        with ledger.engine.begin():
+            _calls_watched(real, transactions, calls).exists(_sha(SHARED))
+        assert calls[-1] == ("exists", True), "the watch sees a call made inside a transaction"
+    rows = list(kept_answers(ledger))
+    assert [row.sha256 for row in rows] == [_sha(ONLY_NEW), _sha(ONLY_NEW), _sha(SHARED)]
+    assert all(real.exists(row.sha256) for row in rows)
 
 
 def _wait_for_a_waiting_lock(postgres, ledger: Ledger) -> None:
@@ -169,6 +242,14 @@ def _home(tmp_path: Path, store: str | None = None) -> Path:
     return config
 
 
+def _opened(config: Path):
+    """(ledger, answer store) of a home's config, as the commands open them."""
+    from media_crawler.config import load_config
+
+    loaded = load_config(config)
+    return Ledger(loaded.ledger_url), open_answer_store(loaded.store_location, create=True)
+
+
 def _cli(*args: str, crash_at: str | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
     if crash_at:
@@ -180,11 +261,7 @@ def _cli(*args: str, crash_at: str | None = None) -> subprocess.CompletedProcess
 def test_a_compact_killed_between_rows_and_blobs_converges(tmp_path, monkeypatch):
     monkeypatch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
     config = _home(tmp_path)
-    from media_crawler.config import load_config
-
-    loaded = load_config(config)
-    ledger = Ledger(loaded.ledger_url)
-    store = open_answer_store(loaded.store_location, create=True)
+    ledger, store = _opened(config)
     _keep_three(ledger, store)  # fetched in 1970: every answer is older than a day
     keeper = AnswerKeeper(ledger, store)
     import time
@@ -209,14 +286,41 @@ def test_a_compact_killed_between_rows_and_blobs_converges(tmp_path, monkeypatch
     assert _cli("reconcile", "--config", str(config)).returncode == 0
 
 
+def test_a_sweep_killed_after_deleting_a_blob_is_finished_by_the_next(tmp_path, monkeypatch, caplog):
+    """A compact SIGKILLed after its sweep deleted a blob, before the transaction that says
+    so: its pending mark stands, so no answer with those bytes is written meanwhile (it
+    would name a missing blob: one line says not kept); `reconcile` reports the mark and
+    `--repair` finishes the sweep, after which the answer is kept and its blob is there."""
+    monkeypatch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
+    caplog.set_level("INFO", logger="media_crawler.items")
+    config = _home(tmp_path)
+    ledger, store = _opened(config)
+    keeper = AnswerKeeper(ledger, store)
+    keeper.keep(_answer(ONLY_OLD, OLD))  # fetched in 1970: older than a day
+
+    killed = _cli("compact", "--config", str(config), "--answers-older-than", "1d",
+                  crash_at=AFTER_ANSWER_BLOB_DELETED)
+    assert killed.returncode == -9, killed.stderr
+    assert list(store.iter_sha256s()) == [] and list(kept_answers(ledger)) == []
+    keeper.keep(_answer(ONLY_OLD, NEW))
+    assert list(kept_answers(ledger)) == [], "no row for a blob a killed sweep may have deleted"
+    assert any("answer_not_kept" in str(record.__dict__) and "storage_error" in str(record.__dict__)
+               for record in caplog.records)
+
+    checked = _cli("reconcile", "--config", str(config))
+    assert checked.returncode == 1 and "pending_answer_release: 1 (would release)" in checked.stdout, checked.stdout
+    repaired = _cli("reconcile", "--config", str(config), "--repair")
+    assert repaired.returncode == 0 and "pending_answer_release: 1 (released)" in repaired.stdout, repaired.stdout
+    keeper.keep(_answer(ONLY_OLD, NEW))
+    [row] = list(kept_answers(ledger))
+    assert row.sha256 == _sha(ONLY_OLD) and store.exists(row.sha256)
+    assert _cli("reconcile", "--config", str(config)).returncode == 0
+
+
 def test_reconcile_repair_removes_orphan_answer_blobs(tmp_path, monkeypatch):
     monkeypatch.delenv("MEDIA_CRAWLER_LEDGER_URL", raising=False)
     config = _home(tmp_path)
-    from media_crawler.config import load_config
-
-    loaded = load_config(config)
-    ledger = Ledger(loaded.ledger_url)
-    store = open_answer_store(loaded.store_location, create=True)
+    ledger, store = _opened(config)
     import io
 
     orphan = store.put_stream_if_absent(io.BytesIO(ONLY_OLD)).sha256  # a crawl killed before the row

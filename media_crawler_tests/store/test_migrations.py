@@ -124,13 +124,21 @@ def test_the_unfinished_partitions_query_reads_only_unfinished_rows_on_an_unanal
     dispose_engines()
 
 
-def test_a_version_6_ledger_gets_the_unfinished_index_and_keeps_its_rows(tmp_path):
-    url = f"sqlite:///{tmp_path / 'v6.db'}"
+def ledger_before(tmp_path, version: int, *undone: str):
+    """A one-row SQLite ledger as version-1 left it: made now, what `version` added undone
+    (`undone`: SQL), the versions from it on forgotten. Returns (url, engine)."""
+    url = f"sqlite:///{tmp_path / f'v{version - 1}.db'}"
     Ledger(url).record_discovered([record(1)], source_key="s", day="d")
     engine = get_engine(url)
     with engine.begin() as conn:
-        conn.exec_driver_sql("DROP INDEX ix_mc_tasks_unfinished")
-        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version >= 7))
+        for sql in undone:
+            conn.exec_driver_sql(sql)
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version >= version))
+    return url, engine
+
+
+def test_a_version_6_ledger_gets_the_unfinished_index_and_keeps_its_rows(tmp_path):
+    url, engine = ledger_before(tmp_path, 7, "DROP INDEX ix_mc_tasks_unfinished")
     assert "ix_mc_tasks_unfinished" not in index_names(engine)
     assert migrate(engine) == schema.SCHEMA_VERSION >= 7
     assert "ix_mc_tasks_unfinished" in index_names(engine)
@@ -139,18 +147,27 @@ def test_a_version_6_ledger_gets_the_unfinished_index_and_keeps_its_rows(tmp_pat
 
 
 def test_a_version_7_ledger_gets_the_kept_answers_table_and_the_media_response_column(tmp_path):
-    from sqlalchemy import inspect
-
-    url = f"sqlite:///{tmp_path / 'v7.db'}"
-    Ledger(url).record_discovered([record(1)], source_key="s", day="d")
-    engine = get_engine(url)
-    with engine.begin() as conn:
-        conn.exec_driver_sql("DROP TABLE mc_api_answers")
-        conn.exec_driver_sql("ALTER TABLE mc_tasks DROP COLUMN media_response")
-        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 8))
-    assert migrate(engine) == schema.SCHEMA_VERSION == 8
+    url, engine = ledger_before(tmp_path, 8, "DROP TABLE mc_api_answers",
+                                "ALTER TABLE mc_tasks DROP COLUMN media_response")
+    assert migrate(engine) == schema.SCHEMA_VERSION >= 8
     inspector = inspect(engine)
     assert "mc_api_answers" in inspector.get_table_names()
     assert "media_response" in {column["name"] for column in inspector.get_columns("mc_tasks")}
+    assert [task.item_id for task in Ledger(url).tasks()] == [record(1).item_id]
+    dispose_engines()
+
+
+def test_a_version_8_ledger_gets_the_answer_release_marks(tmp_path):
+    """Version 9 (answer release marks): a new table whose ids never come back, even once
+    every row is pruned (a keeper compares them: store/answers.py)."""
+    url, engine = ledger_before(tmp_path, 9, "DROP TABLE mc_answer_releases")
+    assert migrate(engine) == schema.SCHEMA_VERSION >= 9
+    assert "mc_answer_releases" in inspect(engine).get_table_names()
+    marks = schema.answer_releases
+    with engine.begin() as conn:
+        conn.execute(marks.insert().values(sha256="a" * 64, pending=0, marked_at=0.0))
+        conn.execute(marks.delete())
+        conn.execute(marks.insert().values(sha256="a" * 64, pending=0, marked_at=0.0))
+        assert [row.id for row in conn.execute(marks.select())] == [2]
     assert [task.item_id for task in Ledger(url).tasks()] == [record(1).item_id]
     dispose_engines()

@@ -38,9 +38,6 @@ from media_crawler.store.s3.transfer import MAX_PARTS, MULTIPART_THRESHOLD, SHA2
 
 BLOBS, STAGING, QUARANTINE, HEALTH = "sha256", "staging", "quarantine", ".health"
 CONFLICT_ATTEMPTS = 4  # 409 ConditionalRequestConflict: a concurrent conditional write; start again
-# Puts the commit stage may run at once (pipeline/commit_ahead.py): an upload mostly waits on
-# the network; a few overlap well, many only queue at the server and its throttle.
-CONCURRENT_PUTS = 4
 LENT_PREFIX = ".lent-"  # .lent-<pid>-<host>-<random>: local_file's temporary copies
 _HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]  # no '-' in it
 COPY_LIMIT = 5 * 1024**3  # S3's CopyObject copies up to 5 GiB; above, UploadPartCopy
@@ -49,8 +46,6 @@ _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class S3BlobStore(BlobStore):
-    concurrent_puts = CONCURRENT_PUTS
-
     def __init__(self, client: S3Client, uri: BucketUri, local_root: str | os.PathLike) -> None:
         self.client = client
         self.bucket, self.prefix = uri.bucket, uri.prefix

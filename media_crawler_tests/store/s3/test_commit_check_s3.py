@@ -9,17 +9,11 @@ import hashlib
 from collections import Counter
 
 import pytest
-import yaml
 
-from media_crawler.config import load_config
-from media_crawler.models import DayWindow
-from media_crawler.pipeline.discover import discover
-from media_crawler.pipeline.download import download_partition
 from media_crawler.pipeline.integrity import partition_blob_mismatches
-from media_crawler.pipeline.runtime import Runtime
-from media_crawler.pipeline.verify_commit import commit_partition, verify_partition
+from media_crawler.pipeline.verify_commit import commit_partition
 from media_crawler.store.s3 import client as client_module
-from media_crawler_tests.conftest import write_config
+from media_crawler_tests.verified_partition import verified_partition
 
 
 @pytest.fixture
@@ -36,27 +30,15 @@ def sent(monkeypatch):
     return methods
 
 
-def verified_partition(crawl_home, simulator, s3_server, monkeypatch):
-    """A Runtime on a fresh bucket prefix, the simulator's URL list discovered, downloaded
-    and verified for its last day: the commit stage's input."""
+def verified_partition_s3(crawl_home, simulator, s3_server, monkeypatch):
+    """verified_partition on a fresh bucket prefix: the commit stage's input."""
     for name, value in s3_server.environment.items():
         monkeypatch.setenv(name, value)
-    path = write_config(crawl_home, simulator, [{"urls": f"{simulator.base_url}/urls/demo.json"}])
-    data = yaml.safe_load(path.read_text())
-    data["store"] = s3_server.new_uri()
-    path.write_text(yaml.safe_dump(data))
-    config = load_config(path)
-    runtime = Runtime.from_config(config)
-    [source] = config.sources
-    window = DayWindow.parse(simulator.truth()["days"][-1])
-    discover(runtime, source, window)
-    download_partition(runtime, source, window)
-    verify_partition(runtime, source, window)
-    return runtime, source, window
+    return verified_partition(crawl_home, simulator, store=s3_server.new_uri())
 
 
 def committed_partition(crawl_home, simulator, s3_server, monkeypatch):
-    runtime, source, window = verified_partition(crawl_home, simulator, s3_server, monkeypatch)
+    runtime, source, window = verified_partition_s3(crawl_home, simulator, s3_server, monkeypatch)
     commit_partition(runtime, source, window)
     return runtime, source, window
 
