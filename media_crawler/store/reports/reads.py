@@ -26,7 +26,7 @@ from media_crawler.store.time_pages import rows_by_time
 # scan of a state-led index (ix_mc_tasks_state_lease), which visits in the table every
 # row version that index still holds: each move of a row through its states adds one,
 # dead once the row moves on, until VACUUM removes it. At 137,590 rows that was 688,638
-# versions in 36,175 table pages for 688 unfinished rows, 0.8-1.6 s on every sensor tick
+# versions in 36,175 table pages for 688 unfinished rows, 0.6-1.6 s on every sensor tick
 # (bench/unfinished_query.py). A plain index scan marks the dead entries it meets (kill
 # bits): it pays for each once, and the next ticks skip them. JIT off: a plan costed
 # with a disabled node would otherwise be compiled, for longer than it runs.
@@ -37,8 +37,10 @@ _NO_BITMAP_SCAN = ("SELECT set_config('enable_bitmapscan', 'off', true), set_con
 
 def unfinished_partition_counts(ledger: Ledger) -> list[tuple[str, str, int]]:
     """(source_key, day, unfinished item count), oldest day first. The predicate is the
-    partial index's own, literally (schema.py ix_mc_tasks_unfinished), so the planner
-    reads only the unfinished rows, in the index's order, however bloated the ledger."""
+    partial index's own, literally (schema.py ix_mc_tasks_unfinished): SQLite answers from
+    that index alone. PostgreSQL takes it on a fresh ledger; once the moves have bloated it
+    (many pages, few live entries: dear to the planner) an index scan of a state-led index
+    instead, which costs as little once its dead entries are marked."""
     with ledger.engine.connect() as conn:
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql(_NO_BITMAP_SCAN)
