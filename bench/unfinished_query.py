@@ -23,6 +23,16 @@ BUFFERS of the statement SQLAlchemy sent, in its transaction). Apart from the qu
 `Ledger(url)` (its connection and the schema check), a round trip and the statement's compile. `--index "cols"` swaps ix_mc_tasks_unfinished for another column
 list (same predicate) before the rows go in, to compare candidates. Prints JSON; `--keep`
 leaves the database (dropped otherwise).
+
+Found (2026-12-03, PostgreSQL 15, 2 cores shared with other runs, so +-50 %): un-analyzed and
+churned, the planner took a bitmap scan of ix_mc_tasks_state_lease, 688,638 index entries and
+36,175 table pages for 688 unfinished rows at 137,590 rows (0.6-1.6 s every call), 4,005,000
+entries for 5,000 at 1,000,000 (35 s first, 4.7-5.9 s every call after). Without bitmap scans
+(reads.py) it is an index scan of the same index: the first call marks the dead entries (1.6 s;
+3.3 s at 1M), the next ones skip them (41-78 ms; 275-290 ms at 1M) until VACUUM. The partial
+index, bloated (42 MB for 688 entries; 227 MB for 5,000), looks dear to the planner and is
+not taken; led by (day, source_key) instead, an index-only scan of it took 13.6 s first (the
+dead entries in index order: a random table page each), then 48-124 ms.
 """
 from __future__ import annotations
 
