@@ -127,6 +127,11 @@ def claim_query_timing(config_path: Path, days: list[str], repeat: int = 5) -> d
 
 
 def unfinished_sensor_query(config_path: Path) -> float:
+    """The first unfinished-partitions query after the crawl, as a sensor tick makes it: the
+    query (and its compile, 0.5-0.7 ms), on the engine claim_query_timing already connected;
+    the connection and the schema check are Ledger()'s, before the clock starts (50-90 ms on
+    a fresh engine, bench/unfinished_query.py). On a ledger autovacuum has not reached, the
+    first query after many row moves pays once for the dead index entries it meets."""
     from media_crawler.config import load_config
     from media_crawler.store.reports.reads import unfinished_partition_counts as unfinished_partitions
     from media_crawler.store.ledger import Ledger

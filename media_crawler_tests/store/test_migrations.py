@@ -3,9 +3,11 @@ its rows kept, and the time-window queries of `failures`, `status` and `export` 
 the indexes version 2 added instead of reading every row."""
 from __future__ import annotations
 
+import logging
 import time
 
-from sqlalchemy import create_engine, inspect, select, text
+import pytest
+from sqlalchemy import create_engine, event, inspect, select, text
 
 from media_crawler.store import schema
 from media_crawler.store.database import dispose_engines, get_engine, migrate
@@ -121,6 +123,65 @@ def test_the_unfinished_partitions_query_reads_only_unfinished_rows_on_an_unanal
         plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}"))
     assert "COVERING INDEX ix_mc_tasks_unfinished" in plan, plan
     assert unfinished_partition_counts(ledger) == [("s", "2026-11-25", 3)]
+    dispose_engines()
+
+
+# auto_explain (a module PostgreSQL ships) logs the plan of every statement a session runs,
+# as it ran; client_min_messages sends that log line to the client, and SQLAlchemy's psycopg2
+# dialect logs what the server sent: the plan of the very query unfinished_partition_counts
+# sends, in its own transaction.
+_AUTO_EXPLAIN = ("LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; "
+                 "SET auto_explain.log_analyze = on; SET client_min_messages = log")
+
+
+def _log_every_plan(engine) -> None:
+    import psycopg2
+
+    @event.listens_for(engine, "connect")
+    def _load(dbapi_conn, _record):  # noqa: ANN001
+        cursor = dbapi_conn.cursor()
+        try:
+            cursor.execute(_AUTO_EXPLAIN)
+        except psycopg2.Error as error:
+            pytest.skip(f"PostgreSQL's auto_explain cannot be loaded here: {error}")
+        dbapi_conn.commit()  # session settings, outside a transaction the pool would roll back
+
+
+def test_on_postgresql_the_unfinished_partitions_query_never_bitmap_scans_a_bloated_unanalyzed_ledger(
+        postgres, caplog):
+    """Without statistics the planner guessed 3 % of the rows unfinished and read them by a
+    bitmap scan of a state-led index, which visits in the table every dead row version
+    that index still holds (one per move of each row through its states, until VACUUM):
+    every sensor tick re-read them all (bench/unfinished_query.py: 0.6-1.3 s at 137,590
+    rows). An index scan marks the dead entries it meets, so the next ticks skip them."""
+    from media_crawler.store.reports.reads import unfinished_partition_counts
+
+    url = postgres.create()
+    engine = get_engine(url)
+    _log_every_plan(engine)
+    ledger = Ledger(url)
+    with engine.begin() as conn:  # as in the minutes after a crawl: neither vacuumed nor analyzed
+        conn.exec_driver_sql("ALTER TABLE mc_tasks SET (autovacuum_enabled = off)")
+    ledger.record_discovered([record(n) for n in range(1500)], source_key="s", day="2026-11-25")
+    ledger.record_discovered([record(n) for n in range(1500, 2000)], source_key="t", day="2026-11-24")
+    tasks = schema.tasks
+    for state in ("downloading", "downloaded", "verified"):  # every row through its states, as a crawl moves it
+        with engine.begin() as conn:
+            conn.execute(tasks.update().values(state=state))
+    with engine.begin() as conn:
+        conn.execute(tasks.update().where(tasks.c.item_id.not_in([f"id{n}" for n in range(0, 2000, 100)]))
+                     .values(state="committed"))
+        analyzed = conn.exec_driver_sql(
+            "SELECT coalesce(last_analyze, last_autoanalyze) FROM pg_stat_user_tables WHERE relname = 'mc_tasks'"
+        ).scalar()
+    assert analyzed is None, "the ledger's statistics must say nothing"
+
+    caplog.set_level(logging.INFO, logger="sqlalchemy.dialects.postgresql")
+    counts = unfinished_partition_counts(ledger)
+    plan = " ".join(message for message in caplog.messages if "GROUP BY" in message)
+    assert "Index Scan" in plan or "Index Only Scan" in plan, plan
+    assert "Bitmap" not in plan and "Seq Scan" not in plan, plan
+    assert counts == [("t", "2026-11-24", 5), ("s", "2026-11-25", 15)]
     dispose_engines()
 
 

@@ -21,12 +21,29 @@ from media_crawler.store.time_pages import rows_by_time
 # unfinished states can use an index, where NOT IN reads every row of a million-row
 # ledger on each sensor tick.
 
+# PostgreSQL, for this one read: no bitmap (nor sequential) scan. On a ledger autovacuum
+# has not reached yet the planner guesses 3 % of the rows unfinished and takes a bitmap
+# scan of a state-led index (ix_mc_tasks_state_lease), which visits in the table every
+# row version that index still holds: each move of a row through its states adds one,
+# dead once the row moves on, until VACUUM removes it. At 137,590 rows that was 688,638
+# versions in 36,175 table pages for 688 unfinished rows, 0.6-1.6 s on every sensor tick
+# (bench/unfinished_query.py). A plain index scan marks the dead entries it meets (kill
+# bits): it pays for each once, and the next ticks skip them. JIT off: a plan costed
+# with a disabled node would otherwise be compiled, for longer than it runs.
+# set_config(..., true): for this transaction only.
+_NO_BITMAP_SCAN = ("SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), "
+                   "set_config('jit', 'off', true)")
+
 
 def unfinished_partition_counts(ledger: Ledger) -> list[tuple[str, str, int]]:
     """(source_key, day, unfinished item count), oldest day first. The predicate is the
-    partial index's own, literally (schema.py ix_mc_tasks_unfinished), so the planner
-    reads only the unfinished rows, in the index's order, however bloated the ledger."""
+    partial index's own, literally (schema.py ix_mc_tasks_unfinished): SQLite answers from
+    that index alone. PostgreSQL takes it on a fresh ledger; once the moves have bloated it
+    (many pages, few live entries: dear to the planner) an index scan of a state-led index
+    instead, which costs as little once its dead entries are marked."""
     with ledger.engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql(_NO_BITMAP_SCAN)
         return [(row[0], row[1], row[2]) for row in conn.execute(unfinished_partition_query())]
 
 
