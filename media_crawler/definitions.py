@@ -9,6 +9,7 @@ layout applies (docs/SHARDS.md).
 from __future__ import annotations
 
 import warnings
+from functools import lru_cache
 
 from dagster import BetaWarning, Definitions, definitions, in_process_executor
 
@@ -28,7 +29,19 @@ warnings.filterwarnings("ignore", category=BetaWarning,
                         message=r"(Handling yaml-defined logging configuration|Parameter `include_sources`)")
 
 
+@lru_cache(maxsize=4)
 def build_definitions(layout: PartitionLayout) -> Definitions:
+    """The code location for `layout`, built once per process and layout.
+
+    Dagster loads the code location again and again in one process: a run worker
+    reconstructs it for the run, again for its execution plan and again for its job's
+    subset (each a new `defs()` call), and a Celery pool process (CeleryRunLauncher) for
+    every run it executes. Definitions keeps the repository it resolves, so the same object
+    for the same layout makes every load after the first a lookup. A changed `partitions:`
+    section is another layout, hence a new build; the Celery executor's file
+    (defs/celery.py) is read once per process, as a code server reads it; everything else
+    is read per run or tick (defs/resources.py), and each execution initialises its own
+    copies of the resources."""
     crawl_job = build_crawl_job(layout)
     schedule, *sensors = build_automation(layout, crawl_job)
     return Definitions(
