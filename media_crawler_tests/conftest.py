@@ -75,11 +75,26 @@ def demo_config(crawl_home, simulator):
     return path
 
 
-def write_config(home, simulator, sources: list[dict]):
+def without_rate_waits(data: dict) -> dict:
+    """Every platform's request budget raised past anything a test crawl asks (the demo's
+    are 3-5 requests a second): for the tests whose claim is not about the budget
+    (download/test_ratebudget.py and the rate-limit tests are)."""
+    from media_crawler.platforms.registry import names as platform_names
+
+    for platform in platform_names():
+        data.setdefault("platforms", {}).setdefault(platform, {}).update(rate=1000, burst=1000)
+    return data
+
+
+def write_config(home, simulator, sources: list[dict], rate_waits: bool = True):
+    """sources.yaml for `sources` on the simulator, with the demo's settings (its request
+    budgets too, unless rate_waits=False)."""
     from media_crawler_sim.sources import demo_sources
 
     data = demo_sources(simulator.base_url)
     data["sources"] = sources
+    if not rate_waits:
+        without_rate_waits(data)
     home.mkdir(parents=True, exist_ok=True)
     path = home / "sources.yaml"
     path.write_text(yaml.safe_dump(data))
