@@ -24,11 +24,30 @@ class PostgresDatabases:
         return f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}"
 
     def drop_all(self) -> None:
+        """Every database made, dropped at once from connections of their own: a DROP DATABASE
+        waits for a checkpoint, and drops waiting together share one."""
+        from concurrent.futures import ThreadPoolExecutor
+
         from media_crawler.store.database import dispose_engines
 
         dispose_engines()
-        with self._admin.cursor() as cursor:
-            for name in self.names:
-                # FORCE: a daemon or run worker killed by the test may leave a session behind.
-                cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         self._admin.close()
+        with ThreadPoolExecutor(max_workers=DROPS_AT_ONCE) as pool:
+            list(pool.map(_drop, self.names))
+
+
+# Connections the drops take at once (PostgreSQL's default max_connections is 100, shared).
+DROPS_AT_ONCE = 8
+
+
+def _drop(name: str) -> None:
+    import psycopg2
+
+    admin = psycopg2.connect(**PG_ADMIN)
+    try:
+        admin.autocommit = True
+        with admin.cursor() as cursor:
+            # FORCE: a daemon or run worker killed by the test may leave a session behind.
+            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        admin.close()

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from media_crawler_sim.sources import demo_sources
+from media_crawler_tests.conftest import without_rate_waits
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, unquote_to_bytes
 
 # Real-looking credentials whose encodings all differ: `%2C`, `,`, `/`, `+`, `=`, `*`.
@@ -33,8 +34,9 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 def write_config(config_dir: Path, home: Path, base_url: str, sources: list[dict]) -> Path:
     """sources.yaml in `config_dir`, its store and ledger in `home`. The configuration is
     the user's input (here it holds a signed feed URL), so it lives outside the home
-    whose every file the test searches."""
-    data = demo_sources(base_url)
+    whose every file the test searches. The platforms' request budgets are raised: what
+    is searched for is the secrets, not the pace."""
+    data = without_rate_waits(demo_sources(base_url))
     data.update(sources=sources, store=str(home / "store"), ledger_url=f"sqlite:///{home / 'ledger.db'}")
     config_dir.mkdir(parents=True, exist_ok=True)
     path = config_dir / "sources.yaml"

@@ -58,7 +58,7 @@ def ffmpeg_on_path(tmp_path, monkeypatch, script: str):
 
 
 def bilibili_config(crawl_home, simulator, mux: bool = True):
-    path = write_config(crawl_home, simulator, [{"bilibili": "user 12345"}])
+    path = write_config(crawl_home, simulator, [{"bilibili": "user 12345"}], rate_waits=False)
     data = yaml.safe_load(path.read_text())
     data["platforms"]["bilibili"]["mux"] = mux
     path.write_text(yaml.safe_dump(data))

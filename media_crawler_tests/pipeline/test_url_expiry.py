@@ -61,7 +61,7 @@ def assert_complete(runtime, sim):
 
 def test_a_403_from_the_cdn_re_resolves_the_url(crawl_home, clocked_sim):
     sim, clock = clocked_sim
-    config = load_config(write_config(crawl_home, sim, SIGNED_SOURCES))
+    config = load_config(write_config(crawl_home, sim, SIGNED_SOURCES, rate_waits=False))
     runtime = Runtime.from_config(config)
     days = sim.truth()["days"]
 
@@ -75,7 +75,7 @@ def test_a_403_from_the_cdn_re_resolves_the_url(crawl_home, clocked_sim):
 
 def test_urls_older_than_their_lifetime_are_re_resolved_before_download(crawl_home, clocked_sim):
     sim, clock = clocked_sim
-    config = load_config(write_config(crawl_home, sim, SIGNED_SOURCES))
+    config = load_config(write_config(crawl_home, sim, SIGNED_SOURCES, rate_waits=False))
     runtime = Runtime.from_config(config)
     days = sim.truth()["days"]
 

@@ -32,7 +32,7 @@ PARTITIONS = [partition_of(day, source_key) for day, source_key in PARTS]
 @pytest.mark.parametrize("code_server", ["started by the daemon", "a service of its own"])
 def test_a_backfill_runs_every_partition_under_the_daemon(code_server, pg_env, crawl_home, simulator, tmp_path):
     dagster_home = write_postgres_home(tmp_path / "dagster_home", workers=3)
-    config_path = write_config(crawl_home, simulator, SOURCES)
+    config_path = write_config(crawl_home, simulator, SOURCES, rate_waits=False)
     env = dagster_env(dagster_home=dagster_home, config_path=config_path, media_home=crawl_home)
     config = load_config(config_path)
     with DagsterInstance.from_config(str(dagster_home)) as instance:

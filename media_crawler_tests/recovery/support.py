@@ -15,9 +15,9 @@ from sqlalchemy import func
 from sqlalchemy import select as sql_select
 
 from media_crawler.platforms.registry import parse_source
-from media_crawler.platforms.registry import names as platform_names
 from media_crawler_sim.sources import demo_sources
 from media_crawler.store.ledger import Ledger, T
+from media_crawler_tests.conftest import without_rate_waits
 
 
 def source_key_of(label: str) -> str:
@@ -70,8 +70,7 @@ def write_recovery_config(home: Path, sim, sources: list[dict] | None = None, **
     data = demo_sources(sim.base_url)
     if sources is not None:
         data["sources"] = sources
-    for platform in platform_names():
-        data["platforms"].setdefault(platform, {}).update(rate=1000, burst=1000)
+    without_rate_waits(data)
     data.update(store=str(home / "store"), ledger_url=f"sqlite:///{home / 'ledger.db'}", **extra)
     home.mkdir(parents=True, exist_ok=True)
     path = home / "sources.yaml"
