@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Callable, ContextManager
 
 from media_crawler.config import CrawlConfig
+from media_crawler.download.media_transport import MediaTransport
 from media_crawler.errors import CrawlError
-from media_crawler.sessions import make_session
 from media_crawler.models import DayWindow, Source
 from media_crawler.pipeline.discover import discover
 from media_crawler.pipeline.runtime import Runtime, ledger_opening_in_background
@@ -77,8 +77,8 @@ def fetch_list(config: CrawlConfig, source: Source, window: DayWindow, workers: 
 
 def _list_runtime(config: CrawlConfig, threads: int, ledger=None) -> Runtime:
     """The runtime of one process of the list; `ledger`: one already opening (the parent's)."""
-    runtime = Runtime.from_config(config, ledger=ledger)
     # A connection per request in flight: a pool smaller than the threads would
     # open (and throw away) a new connection for every request past its size.
-    runtime.session = make_session(pool_size=max(16, 2 * threads))
-    return runtime
+    # The media transport alone: the list's feed goes over it too (the urls spec's
+    # plain_api), so fetch-urls never imports requests (issue 31's start-up).
+    return Runtime.from_config(config, ledger=ledger, session=MediaTransport(pool_size=max(16, 2 * threads)))

@@ -19,6 +19,7 @@ from media_crawler.store.open_store import open_blob_store
 if TYPE_CHECKING:
     import requests
 
+    from media_crawler.download.media_transport import MediaTransport
     from media_crawler.store.ledger import Ledger
 
 
@@ -69,7 +70,9 @@ class Runtime:
     # The ledger, or its opening (ledger_opening_in_background): `ledger` waits for it.
     _ledger: "Ledger | Future[Ledger]"
     store: BlobStore
-    session: "requests.Session"
+    # The HTTP of downloads and API calls (sessions.make_session), or the media transport
+    # alone for a runtime whose platforms all have plain APIs (fetch-urls; `api_session`).
+    session: "requests.Session | MediaTransport"
     download_threads: int = 8
     _adapters: dict[str, PlatformAdapter] = field(default_factory=dict)
     _policies: dict[tuple[str, str], UrlPolicy] = field(default_factory=dict)
@@ -81,7 +84,7 @@ class Runtime:
 
     @classmethod
     def from_config(cls, config: CrawlConfig, *, ledger: "Ledger | Future[Ledger] | None" = None,
-                    session: "requests.Session | None" = None) -> "Runtime":
+                    session: "requests.Session | MediaTransport | None" = None) -> "Runtime":
         """Everything built from `config`; a `ledger` or `session` given is used as it is
         (defs/resources.py hands in the ones its resources own), a ledger may be one
         still opening (ledger_opening_in_background)."""
@@ -114,7 +117,12 @@ class Runtime:
 
     def close(self) -> None:
         """Release what the runtime holds open (the HTTP connection pools)."""
-        self.session.close()
+        try:
+            self.session.close()
+        finally:
+            api_session = self.__dict__.get("api_session")
+            if api_session is not None and api_session is not self.session:
+                api_session.close()
 
     @property
     def budget(self):
@@ -127,11 +135,37 @@ class Runtime:
 
     @functools.cached_property
     def transport(self):
+        """The platforms' API transport (requests: platforms/transport.py)."""
         from media_crawler.platforms.transport import RequestsTransport
 
-        return RequestsTransport(session=self.session, policy_for=self.api_policy, before_request=self._take_budget,
-                                 after_response=self._heed_usage_headers,
-                                 keep_answer=self._keep_answer if self.config.keep_api_answers else None)
+        return RequestsTransport(session=self.api_session, **self._transport_hooks())
+
+    @functools.cached_property
+    def plain_transport(self):
+        """The API transport of a platform whose spec says `plain_api` (a URL list's feed):
+        urllib3 over the media path's pools (platforms/plain_transport.py), no requests."""
+        from media_crawler.download.media_transport import media_transport_of
+        from media_crawler.platforms.plain_transport import PlainTransport
+
+        return PlainTransport(media_transport_of(self.session), **self._transport_hooks())
+
+    def _transport_hooks(self) -> dict:
+        return {"policy_for": self.api_policy, "before_request": self._take_budget,
+                "after_response": self._heed_usage_headers,
+                "keep_answer": self._keep_answer if self.config.keep_api_answers else None}
+
+    @functools.cached_property
+    def api_session(self) -> "requests.Session":
+        """The requests Session of the platforms' APIs: the runtime's session, or, when the
+        runtime was made with the media transport alone (fetch-urls: its feed goes over
+        `plain_transport`), one made at its first need, carrying that same transport."""
+        from media_crawler.download.media_transport import MediaTransport
+
+        if not isinstance(self.session, MediaTransport):
+            return self.session
+        from media_crawler.sessions import make_session
+
+        return make_session(media=self.session)
 
     @functools.cached_property
     def _rates(self) -> dict[str, tuple[float, float]]:
@@ -183,9 +217,10 @@ class Runtime:
     def adapter(self, platform: str) -> PlatformAdapter:
         adapter = self._adapters.get(platform)
         if adapter is None:
-            from media_crawler.platforms.registry import build_adapter
+            from media_crawler.platforms.registry import build_adapter, spec_for
 
-            adapter = self._adapters[platform] = build_adapter(platform, self.config.settings_for(platform), self.transport)
+            transport = self.plain_transport if spec_for(platform).plain_api else self.transport
+            adapter = self._adapters[platform] = build_adapter(platform, self.config.settings_for(platform), transport)
         return adapter
 
     def allows_unknown_formats(self, platform: str) -> bool:
