@@ -26,7 +26,7 @@ from media_crawler.download.media_transport import MediaTransport
 from media_crawler.errors import CrawlError
 from media_crawler.models import DayWindow, Source
 from media_crawler.pipeline.discover import discover
-from media_crawler.pipeline.runtime import Runtime, ledger_opening_in_background
+from media_crawler.pipeline.runtime import LedgerOpening, Runtime
 from media_crawler.store.states import FINISHED_STATES
 
 
@@ -56,12 +56,14 @@ def fetch_list(config: CrawlConfig, source: Source, window: DayWindow, workers: 
 
     The first request, the feed's, goes out before the ledger is open: the ledger
     opens in a thread of its own (SQLAlchemy's import and the schema are most of
-    the command's start-up) and discover waits for it at its first row, after the
+    the command's start-up), started as that request goes out (pipeline/runtime.py
+    LedgerOpening: before, it only took turns at the interpreter lock with the work
+    leading to the request), and discover waits for it at its first row, after the
     first page is in. What comes after the feed (the download engine, Pillow) is
     imported after it (issue 31; media_crawler_tests/commands/test_fetch_urls_startup.py).
     """
     threads = max(1, -(-workers // max(1, processes)))
-    runtime = _list_runtime(config, threads, ledger_opening_in_background(config.ledger_url))
+    runtime = _list_runtime(config, threads, LedgerOpening(config.ledger_url))
     summary = ListSummary()
     try:
         discover(runtime, source, window, new_item_lines=False)

@@ -3,8 +3,8 @@
 Not timed: the child `media-crawler fetch-urls` notes, at its first `socket.connect`
 (an audit hook, installed before media_crawler is imported), which modules are loaded
 and which thread first looked each one up. The ledger's SQLAlchemy may be on its way
-in the ledger's own opening thread (pipeline/runtime.py `ledger_opening_in_background`),
-never in the thread that sends the request; Dagster, Pillow, the
+in the ledger's own opening thread (pipeline/runtime.py `LedgerOpening`, started as the
+feed request goes out), never in the thread that sends the request; Dagster, Pillow, the
 simulator, yaml, the download engine and the verifiers are not loaded at all, nor is
 requests (with the character-set guessers it imports): the feed goes over urllib3
 (platforms/plain_transport.py, the urls spec's `plain_api`).
