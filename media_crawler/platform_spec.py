@@ -120,6 +120,10 @@ class PlatformSpec:
       stands for (None: not an error answer). The tables stay in its errors.py.
     - on_response: fn(budget, platform, response) after every API answer (Facebook's
       usage headers slow its shared budget before it starts refusing).
+    - plain_api: its API answers are public documents fetched with plain GETs (a URL
+      list's feed pages): no cookie jar carried between calls, no netrc credentials.
+      They go over the media path's urllib3 pools (platforms/plain_transport.py), not
+      requests, so a run of such platforms alone never imports requests.
     """
 
     name: str
@@ -140,6 +144,7 @@ class PlatformSpec:
     normalize_context: Ref = None
     classify: Ref = None
     on_response: Ref = None
+    plain_api: bool = False
 
     def __post_init__(self) -> None:
         if not NAME_PATTERN.match(self.name):

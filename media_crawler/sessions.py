@@ -10,10 +10,20 @@ download engine takes anything carrying `.media` (media_transport.CarriesMedia).
 from __future__ import annotations
 
 import requests
+from requests.adapters import HTTPAdapter
 
 from media_crawler.download.media_transport import MediaTransport
 from media_crawler.http import NO_RETRIES
-from media_crawler.net.pinning import PinnedAdapter
+from media_crawler.net.pinning import PINNED_POOL_CLASSES
+
+
+class PinnedAdapter(HTTPAdapter):
+    """requests' adapter (its public extension point) with the pinned pools of
+    net/pinning.py, for the API path."""
+
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = dict(PINNED_POOL_CLASSES)
 
 
 class CrawlerSession(requests.Session):
@@ -31,9 +41,10 @@ class CrawlerSession(requests.Session):
             self.media.close()
 
 
-def make_session(pool_size: int = 16) -> CrawlerSession:
-    """A session whose connection pools (API and media) fit `pool_size` concurrent workers."""
-    session = CrawlerSession(MediaTransport(pool_size))
+def make_session(pool_size: int = 16, media: MediaTransport | None = None) -> CrawlerSession:
+    """A session whose connection pools (API and media) fit `pool_size` concurrent workers;
+    `media`: the media transport it carries, when one is already made (pipeline/runtime.py)."""
+    session = CrawlerSession(media if media is not None else MediaTransport(pool_size))
     adapter = PinnedAdapter(pool_connections=pool_size, pool_maxsize=pool_size, max_retries=NO_RETRIES)
     session.mount("http://", adapter)
     session.mount("https://", adapter)

@@ -230,7 +230,7 @@ def test_no_platform_is_named_outside_its_package_and_the_simulator():
 
 
 # requests' public API: the package's top-level names, and HTTPAdapter (the documented
-# way to mount transport adapters; net/pinning.py's PinnedAdapter, for the API path).
+# way to mount transport adapters; sessions.py's PinnedAdapter, for the API path).
 # Anything else under requests.* is its internals, which change without notice.
 REQUESTS_PUBLIC_SUBMODULE_NAMES = {"requests.adapters", "requests.adapters.HTTPAdapter"}
 

@@ -8,7 +8,9 @@ connects to those addresses only: one lookup, no window. TLS still verifies
 the certificate against the host name, which urllib3 keeps as `host`.
 
 A connection opened with no policy in force is refused: every request the
-crawler makes names the policy it is made under.
+crawler makes names the policy it is made under. urllib3's alone: requests'
+adapter over these pools is sessions.py's, so a process whose requests all go
+over urllib3 (fetch-urls) never imports requests.
 """
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator
 
-from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
@@ -136,10 +137,3 @@ class _PinnedHTTPSPool(HTTPSConnectionPool):
 # For a urllib3 PoolManager's `pool_classes_by_scheme`: every pool it opens is pinned.
 PINNED_POOL_CLASSES = {"http": _PinnedHTTPPool, "https": _PinnedHTTPSPool}
 
-
-class PinnedAdapter(HTTPAdapter):
-    """requests' adapter (its public extension point) with pinned pools, for the API path."""
-
-    def init_poolmanager(self, *args, **kwargs) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = dict(PINNED_POOL_CLASSES)

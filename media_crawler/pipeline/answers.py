@@ -1,6 +1,6 @@
 """Every API answer kept as fetched, for the archive (`export --format wacz`).
 
-The transport hands each answer here (platforms/transport.py `keep_answer`). What is
+The transport hands each answer here (platforms/api_get.py `keep_answer`). What is
 kept: the body's bytes as the platform sent them (its Content-Encoding undone), a blob of
 the answer store named by its sha256, so an answer seen twice is stored once; and in the
 ledger (store/answers.py) the scrubbed URL, the time, the status line and the headers.
@@ -28,7 +28,7 @@ import time
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.observe.events import log_item
-from media_crawler.platforms.transport import FetchedAnswer
+from media_crawler.platforms.api_get import FetchedAnswer
 from media_crawler.scrub import MASK, encodings, mask_secrets_in_bytes, scrub_text, scrub_url
 from media_crawler.store.answers import KeptAnswer, record_answer, release_mark
 from media_crawler.store.blob_store import BlobStore

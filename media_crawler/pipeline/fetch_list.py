@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import Callable, ContextManager
 
 from media_crawler.config import CrawlConfig
+from media_crawler.download.media_transport import MediaTransport
 from media_crawler.errors import CrawlError
-from media_crawler.sessions import make_session
 from media_crawler.models import DayWindow, Source
 from media_crawler.pipeline.discover import discover
-from media_crawler.pipeline.runtime import Runtime, ledger_opening_in_background
+from media_crawler.pipeline.runtime import LedgerOpening, Runtime
 from media_crawler.store.states import FINISHED_STATES
 
 
@@ -56,12 +56,14 @@ def fetch_list(config: CrawlConfig, source: Source, window: DayWindow, workers: 
 
     The first request, the feed's, goes out before the ledger is open: the ledger
     opens in a thread of its own (SQLAlchemy's import and the schema are most of
-    the command's start-up) and discover waits for it at its first row, after the
+    the command's start-up), started as that request goes out (pipeline/runtime.py
+    LedgerOpening: before, it only took turns at the interpreter lock with the work
+    leading to the request), and discover waits for it at its first row, after the
     first page is in. What comes after the feed (the download engine, Pillow) is
     imported after it (issue 31; media_crawler_tests/commands/test_fetch_urls_startup.py).
     """
     threads = max(1, -(-workers // max(1, processes)))
-    runtime = _list_runtime(config, threads, ledger_opening_in_background(config.ledger_url))
+    runtime = _list_runtime(config, threads, LedgerOpening(config.ledger_url))
     summary = ListSummary()
     try:
         discover(runtime, source, window, new_item_lines=False)
@@ -77,8 +79,8 @@ def fetch_list(config: CrawlConfig, source: Source, window: DayWindow, workers: 
 
 def _list_runtime(config: CrawlConfig, threads: int, ledger=None) -> Runtime:
     """The runtime of one process of the list; `ledger`: one already opening (the parent's)."""
-    runtime = Runtime.from_config(config, ledger=ledger)
     # A connection per request in flight: a pool smaller than the threads would
     # open (and throw away) a new connection for every request past its size.
-    runtime.session = make_session(pool_size=max(16, 2 * threads))
-    return runtime
+    # The media transport alone: the list's feed goes over it too (the urls spec's
+    # plain_api), so fetch-urls never imports requests (issue 31's start-up).
+    return Runtime.from_config(config, ledger=ledger, session=MediaTransport(pool_size=max(16, 2 * threads)))

@@ -19,6 +19,7 @@ from media_crawler.store.open_store import open_blob_store
 if TYPE_CHECKING:
     import requests
 
+    from media_crawler.download.media_transport import MediaTransport
     from media_crawler.store.ledger import Ledger
 
 
@@ -47,29 +48,51 @@ def open_ledger(url: str) -> "Ledger":
     return Ledger(url)
 
 
-def ledger_opening_in_background(url: str) -> "Future[Ledger]":
-    """The ledger at `url`, imported (SQLAlchemy is most of a command's start-up),
-    opened and migrated in a thread of its own, while the caller goes on with
-    what needs no ledger row: its first feed request (fetch-urls)."""
-    opening: Future = Future()
+class LedgerOpening(Future):
+    """The ledger at `url`, imported (SQLAlchemy is most of a command's start-up), opened
+    and migrated in a thread of its own ("ledger-open"), while the caller goes on with
+    what needs no ledger row: its first feed request (fetch-urls).
 
-    def run() -> None:
+    The thread starts at `start()`, or at the first wait for the ledger, whichever
+    comes first. A runtime starts it as its first API request goes out (`Runtime.ledger`
+    and `_before_api_request`): the opening is all interpreter work, and started earlier
+    it would only take turns at the interpreter lock with the work that leads to that
+    request; from there on it runs while the request waits for its answer.
+    """
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self._url = url
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def start(self) -> "LedgerOpening":
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._open, name="ledger-open", daemon=True)
+                self._thread.start()
+        return self
+
+    def result(self, timeout: float | None = None) -> "Ledger":
+        self.start()
+        return super().result(timeout)
+
+    def _open(self) -> None:
         try:
-            opening.set_result(open_ledger(url))
+            self.set_result(open_ledger(self._url))
         except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the ledger
-            opening.set_exception(exc)
-
-    threading.Thread(target=run, name="ledger-open", daemon=True).start()
-    return opening
+            self.set_exception(exc)
 
 
 @dataclass
 class Runtime:
     config: CrawlConfig
-    # The ledger, or its opening (ledger_opening_in_background): `ledger` waits for it.
+    # The ledger, or its opening (LedgerOpening, started or not): `ledger` waits for it.
     _ledger: "Ledger | Future[Ledger]"
     store: BlobStore
-    session: "requests.Session"
+    # The HTTP of downloads and API calls (sessions.make_session), or the media transport
+    # alone for a runtime whose platforms all have plain APIs (fetch-urls; `api_session`).
+    session: "requests.Session | MediaTransport"
     download_threads: int = 8
     _adapters: dict[str, PlatformAdapter] = field(default_factory=dict)
     _policies: dict[tuple[str, str], UrlPolicy] = field(default_factory=dict)
@@ -81,10 +104,10 @@ class Runtime:
 
     @classmethod
     def from_config(cls, config: CrawlConfig, *, ledger: "Ledger | Future[Ledger] | None" = None,
-                    session: "requests.Session | None" = None) -> "Runtime":
+                    session: "requests.Session | MediaTransport | None" = None) -> "Runtime":
         """Everything built from `config`; a `ledger` or `session` given is used as it is
         (defs/resources.py hands in the ones its resources own), a ledger may be one
-        still opening (ledger_opening_in_background)."""
+        still to open or opening (LedgerOpening)."""
         # Adapters fall back to default variable names, so those are masked too.
         register_environment_secrets(
             env_name for settings in config.platforms.values() for env_name in settings.credential_env.values())
@@ -114,7 +137,12 @@ class Runtime:
 
     def close(self) -> None:
         """Release what the runtime holds open (the HTTP connection pools)."""
-        self.session.close()
+        try:
+            self.session.close()
+        finally:
+            api_session = self.__dict__.get("api_session")
+            if api_session is not None and api_session is not self.session:
+                api_session.close()
 
     @property
     def budget(self):
@@ -127,11 +155,37 @@ class Runtime:
 
     @functools.cached_property
     def transport(self):
+        """The platforms' API transport (requests: platforms/transport.py)."""
         from media_crawler.platforms.transport import RequestsTransport
 
-        return RequestsTransport(session=self.session, policy_for=self.api_policy, before_request=self._take_budget,
-                                 after_response=self._heed_usage_headers,
-                                 keep_answer=self._keep_answer if self.config.keep_api_answers else None)
+        return RequestsTransport(session=self.api_session, **self._transport_hooks())
+
+    @functools.cached_property
+    def plain_transport(self):
+        """The API transport of a platform whose spec says `plain_api` (a URL list's feed):
+        urllib3 over the media path's pools (platforms/plain_transport.py), no requests."""
+        from media_crawler.download.media_transport import media_transport_of
+        from media_crawler.platforms.plain_transport import PlainTransport
+
+        return PlainTransport(media_transport_of(self.session), **self._transport_hooks())
+
+    def _transport_hooks(self) -> dict:
+        return {"policy_for": self.api_policy, "before_request": self._before_api_request,
+                "after_response": self._heed_usage_headers,
+                "keep_answer": self._keep_answer if self.config.keep_api_answers else None}
+
+    @functools.cached_property
+    def api_session(self) -> "requests.Session":
+        """The requests Session of the platforms' APIs: the runtime's session, or, when the
+        runtime was made with the media transport alone (fetch-urls: its feed goes over
+        `plain_transport`), one made at its first need, carrying that same transport."""
+        from media_crawler.download.media_transport import MediaTransport
+
+        if not isinstance(self.session, MediaTransport):
+            return self.session
+        from media_crawler.sessions import make_session
+
+        return make_session(media=self.session)
 
     @functools.cached_property
     def _rates(self) -> dict[str, tuple[float, float]]:
@@ -142,9 +196,16 @@ class Runtime:
                 rates[name] = (float(settings.options["rate"]), float(settings.options.get("burst", settings.options["rate"])))
         return rates
 
+    def _before_api_request(self, platform: str) -> None:
+        """Before each API request: a ledger still to open starts opening (LedgerOpening:
+        it runs while the request waits for its answer), then the platform's budget."""
+        if isinstance(self._ledger, LedgerOpening):
+            self._ledger.start()
+        self._take_budget(platform)
+
     def _take_budget(self, platform: str) -> None:
-        """Before each API request: a platform without a budget (a plain URL list) waits
-        for nothing, not even the ledger that holds the budgets' buckets."""
+        """A platform without a budget (a plain URL list) waits for nothing, not even
+        the ledger that holds the budgets' buckets."""
         if platform in self._rates:
             self.budget.acquire(platform)
 
@@ -183,9 +244,10 @@ class Runtime:
     def adapter(self, platform: str) -> PlatformAdapter:
         adapter = self._adapters.get(platform)
         if adapter is None:
-            from media_crawler.platforms.registry import build_adapter
+            from media_crawler.platforms.registry import build_adapter, spec_for
 
-            adapter = self._adapters[platform] = build_adapter(platform, self.config.settings_for(platform), self.transport)
+            transport = self.plain_transport if spec_for(platform).plain_api else self.transport
+            adapter = self._adapters[platform] = build_adapter(platform, self.config.settings_for(platform), transport)
         return adapter
 
     def allows_unknown_formats(self, platform: str) -> bool:

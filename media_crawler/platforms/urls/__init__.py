@@ -14,4 +14,6 @@ SPEC = PlatformSpec(
     media_hosts=("*",),
     normalize="media_crawler.platforms.urls.detect:normalize",
     classify="media_crawler.platforms.urls.normalize:classify_feed",
+    # Feed pages are public JSON documents: urllib3, not requests (fetch-urls' start-up, issue 31).
+    plain_api=True,
 )
