@@ -47,6 +47,10 @@ if [[ " $PHASES " == *" phys "* ]] && ! command -v ab >/dev/null; then
   command -v ab >/dev/null || { echo "bench: 'ab' (apache2-utils) missing: skipping the phys phase" >&2; PHASES="${PHASES//phys/}"; }
 fi
 
+# Bytecode as an installed package has it: with PYTHONDONTWRITEBYTECODE set (as on these machines) a
+# checkout whose sources changed since `make install` would compile them again in every timed run.
+"$REPO/.venv/bin/python" -m compileall -q "$REPO/media_crawler" "$REPO/media_crawler_sim"
+
 mkdir -p "$BENCH_WORK"
 LOG="$BENCH_WORK/bench_run.log"
 started_load="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -70,6 +74,7 @@ fi
 if [ -n "${BEFORE_REV:-}" ]; then
   BEFORE_DIR="$BENCH_WORK/before-$(git -C "$REPO" rev-parse --short "$BEFORE_REV")"
   [ -d "$BEFORE_DIR" ] || git -C "$REPO" worktree add --detach "$BEFORE_DIR" "$BEFORE_REV" >/dev/null
+  "$REPO/.venv/bin/python" -m compileall -q "$BEFORE_DIR/media_crawler"
   for set_name in main small; do
     reps="${BEFORE_REPS:-3}"; [ "$set_name" = small ] && reps="${BEFORE_SMALL_REPS:-2}"
     # cd first: `python -m` puts the working folder ahead of PYTHONPATH on sys.path.
