@@ -18,7 +18,7 @@ import http.client
 import os
 import socket
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -44,6 +44,11 @@ from media_crawler.verify.signatures import HEAD_BYTES, check_media_head
 _READ_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 # Classes after which the .part holds nothing worth resuming.
 _DISCARD_PART_CLASSES = (ErrorClass.BAD_SIGNATURE, ErrorClass.TOO_LARGE, ErrorClass.HASH_MISMATCH)
+# A body up to this size, written whole by one attempt, is kept in memory for verification
+# (DownloadResult.body): at thousands of small files, reading each .part back was seven
+# system calls a file (open, fstat, isatty, seek, reads, close). One chunk's worth: at most
+# one such body per worker thread is held at a time.
+KEEP_BODY_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,10 @@ class DownloadResult:
     bytes_received: int  # body bytes this attempt received
     status: int = 200  # of the response that completed the .part (206 for a resume, 416: it was whole)
     date: str | None = None  # its Date header
+    # The whole file's bytes when it is small (KEEP_BODY_BYTES) and this attempt wrote all of
+    # it: the very bytes hashed, written and fsynced, so verification decodes these instead
+    # of opening and reading the .part back (settle.py `verify_staged`). None otherwise.
+    body: bytes | None = field(default=None, repr=False, compare=False)
 
     def response_said(self) -> dict[str, str | int]:
         """What the response that completed the item said, for the archive (the ledger's
@@ -92,7 +101,9 @@ def download_to_part(
     describes the .part, so a failed attempt can still be resumed by the next one.
     """
     part_path, validator, max_bytes = request.part_path, request.validator, policy.body_limit(request)
-    existing = _part_size(part_path)
+    # Only a .part with a validator can be resumed; without one its size does not matter
+    # (the .part is opened truncated before any new validator is announced, below).
+    existing = _part_size(part_path) if validator else 0
     resume_from = existing if existing > 0 and validator else 0
     request_headers = {**request.headers, "Accept-Encoding": "identity"}
     if resume_from:
@@ -121,21 +132,25 @@ def download_to_part(
             # moment exists where the new validator describes old bytes.
             _truncate(part_path)
         new_validator = None if plan.decode else resume_validator(etag, last_modified)
-        if on_validator is not None:
-            # A 206 without validator headers continues the version `validator` named.
-            on_validator(new_validator or (validator if plan.offset else None))
-        _apply_stall_timeout(response, policy.timeouts.stall)
-        try:
-            digest, received = _stream_body(
-                response, part_path, plan, policy.chunk_size, max_bytes, content_type, safe_url
-            )
-        except CrawlError as error:
-            if error.error_class in _DISCARD_PART_CLASSES:
-                part_path.unlink(missing_ok=True)
-            raise
+        # Opened before the new validator is announced: a whole body opens the .part
+        # truncated, so no moment exists where the new validator describes old bytes.
+        handle = _open_part(part_path, plan.offset)
+        with handle:
+            if on_validator is not None:
+                # A 206 without validator headers continues the version `validator` named.
+                on_validator(new_validator or (validator if plan.offset else None))
+            _apply_stall_timeout(response, policy.timeouts.stall)
+            try:
+                digest, received, body = _stream_body(
+                    response, handle, part_path, plan, policy.chunk_size, max_bytes, content_type, safe_url
+                )
+            except CrawlError as error:
+                if error.error_class in _DISCARD_PART_CLASSES:
+                    part_path.unlink(missing_ok=True)
+                raise
         _keep_connection(response)
     return DownloadResult(digest, plan.offset + received, etag, last_modified, content_type, plan.offset, received,
-                          response.status_code, date)
+                          response.status_code, date, body)
 
 
 def _plan_write(
@@ -160,54 +175,69 @@ def _plan_write(
     return plan
 
 
+def _open_part(part_path: Path, offset: int):
+    """The .part opened to append at `offset` (a resume), or truncated to write a whole body."""
+    # Unbuffered: the chunks are large already, and a buffered file would
+    # add an isatty and a seek per file for nothing.
+    mode = "ab" if offset else "wb"
+    try:
+        try:
+            return open(part_path, mode, buffering=0)
+        except FileNotFoundError:  # the staging folder is made once, not before every file
+            part_path.parent.mkdir(parents=True, exist_ok=True)
+            return open(part_path, mode, buffering=0)
+    except OSError as exc:
+        raise storage_error(exc, "opening the .part") from exc
+
+
 def _stream_body(
     response: MediaResponse,
+    handle,
     part_path: Path,
     plan: _WritePlan,
     chunk_size: int,
     max_bytes: int,
     content_type: str | None,
     safe_url: str,
-) -> tuple[str, int]:
-    """Append the body to the .part at plan.offset; return (sha256 of the whole file, bytes received)."""
+) -> tuple[str, int, bytes | None]:
+    """Append the body to the .part (`handle`, open at plan.offset) and fsync it; return
+    (sha256 of the whole file, bytes received, the whole file's bytes when small: KEEP_BODY_BYTES)."""
     digest = hashlib.sha256()
-    try:
-        if plan.offset:
-            _hash_prefix(part_path, plan.offset, digest)
-        # Unbuffered: the chunks are large already, and a buffered file would
-        # add an isatty and a seek per file for nothing.
-        mode = "ab" if plan.offset else "wb"
+    if plan.offset:
         try:
-            handle = open(part_path, mode, buffering=0)
-        except FileNotFoundError:  # the staging folder is made once, not before every file
-            part_path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(part_path, mode, buffering=0)
-    except OSError as exc:
-        raise storage_error(exc, "opening the .part") from exc
+            _hash_prefix(part_path, plan.offset, digest)
+        except OSError as exc:
+            raise storage_error(exc, "reading the .part") from exc
     received, head = 0, b""
+    kept: list[bytes] | None = None if plan.offset else []  # a resumed file's start is not in memory
     writeback = EarlyWriteback(handle.fileno(), plan.offset)
-    with handle:
-        for chunk in _read_chunks(response, chunk_size, plan.decode, safe_url, lambda: received):
-            if plan.offset == 0 and len(head) < HEAD_BYTES:
-                # Sniff the start of the file once HEAD_BYTES are in (or at the end).
-                head += chunk[: HEAD_BYTES - len(head)]
-                if len(head) >= HEAD_BYTES:
-                    check_media_head(head, content_type)
-            received += len(chunk)
-            if plan.offset + received > max_bytes:
-                raise CrawlError(ErrorClass.TOO_LARGE, f"{safe_url} sent more than {max_bytes} bytes (cut there)")
-            digest.update(chunk)
-            _write(handle, chunk)
-            writeback.written_up_to(plan.offset + received)
+    for chunk in _read_chunks(response, chunk_size, plan.decode, safe_url, lambda: received):
         if plan.offset == 0 and len(head) < HEAD_BYTES:
-            check_media_head(head, content_type)
-        _fsync(handle)
+            # Sniff the start of the file once HEAD_BYTES are in (or at the end).
+            head += chunk[: HEAD_BYTES - len(head)]
+            if len(head) >= HEAD_BYTES:
+                check_media_head(head, content_type)
+        received += len(chunk)
+        if plan.offset + received > max_bytes:
+            raise CrawlError(ErrorClass.TOO_LARGE, f"{safe_url} sent more than {max_bytes} bytes (cut there)")
+        digest.update(chunk)
+        _write(handle, chunk)
+        if kept is not None:
+            if received <= KEEP_BODY_BYTES:
+                kept.append(chunk)
+            else:
+                kept = None  # too large to hold: verification reads the .part
+        writeback.written_up_to(plan.offset + received)
+    if plan.offset == 0 and len(head) < HEAD_BYTES:
+        check_media_head(head, content_type)
+    _fsync(handle)
     size = plan.offset + received
     if plan.total is not None and size < plan.total:
         raise CrawlError(ErrorClass.TRUNCATED_BODY, f"{safe_url} ended at byte {size} of {plan.total}")
     if plan.total is not None and size > plan.total:
         raise CrawlError(ErrorClass.HASH_MISMATCH, f"{safe_url} sent {size} bytes, more than its {plan.total}")
-    return digest.hexdigest(), received
+    body = (kept[0] if len(kept) == 1 else b"".join(kept)) if kept else None
+    return digest.hexdigest(), received, body
 
 
 def _read_chunks(
@@ -322,7 +352,9 @@ def _apply_stall_timeout(response: MediaResponse, seconds: float) -> None:
     urllib3 resets the socket timeout on the next request over this connection.
     """
     sock = getattr(getattr(response.raw, "connection", None), "sock", None)
-    if sock is not None:
+    # settimeout is a system call even when nothing changes (the stall limit is
+    # usually the read timeout the request already set).
+    if sock is not None and sock.gettimeout() != seconds:
         sock.settimeout(seconds)
 
 

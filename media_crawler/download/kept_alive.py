@@ -155,7 +155,8 @@ def get_on_kept_alive(pool: HTTPConnectionPool, request_uri: str, headers: Mappi
         return None
     try:
         judge_reuse(connection)
-        connection.sock.settimeout(read_timeout)
+        if connection.sock.gettimeout() != read_timeout:  # settimeout is a system call even when nothing changes
+            connection.sock.settimeout(read_timeout)
         names = {name.lower() for name in headers}
         try:
             connection.putrequest("GET", request_uri, skip_host="host" in names,

@@ -82,8 +82,6 @@ class MediaTransport:
         download/kept_alive.py (http.client directly, urllib3's exceptions kept).
         """
         merged = _with_defaults(headers)
-        options = {"headers": merged, "redirect": False, "retries": NO_RETRIES,
-                   "preload_content": preload, "decode_content": False, "timeout": _urllib3_timeout(timeouts)}
         proxy = self.proxy_for(url)
         if target is not None and proxy is None:
             pool = self._direct_pools.get(target.origin)
@@ -93,11 +91,12 @@ class MediaTransport:
                     response = get_on_kept_alive(pool, _request_uri(target), merged, timeouts.read)
                     if response is not None:
                         return response
-                return pool.urlopen(method, _request_uri(target), assert_same_host=False, **options)
-            response = self._direct.urlopen(method, url, **options)
+                return pool.urlopen(method, _request_uri(target), assert_same_host=False,
+                                    **_urlopen_options(merged, preload, timeouts))
+            response = self._direct.urlopen(method, url, **_urlopen_options(merged, preload, timeouts))
             self._remember_direct_pool(target)
             return response
-        return self._manager_for(proxy).urlopen(method, url, **options)
+        return self._manager_for(proxy).urlopen(method, url, **_urlopen_options(merged, preload, timeouts))
 
     def _remember_direct_pool(self, target: Target) -> None:
         # The pool the manager just used for this origin. urllib3 2.x does not close a pool
@@ -156,6 +155,12 @@ def _with_defaults(headers: Mapping[str, str]) -> dict[str, str]:
     merged = {name: value for name, value in DEFAULT_HEADERS.items() if name.lower() not in mine}
     merged.update(headers)
     return merged
+
+
+def _urlopen_options(headers: dict[str, str], preload: bool, timeouts: Timeouts) -> dict:
+    """urlopen's keywords for one exchange (made only when urllib3 carries it)."""
+    return {"headers": headers, "redirect": False, "retries": NO_RETRIES, "preload_content": preload,
+            "decode_content": False, "timeout": _urllib3_timeout(timeouts)}
 
 
 @functools.lru_cache(maxsize=64)

@@ -11,6 +11,7 @@ NO_PROXY entries are host names and suffixes, not CIDR ranges).
 """
 from __future__ import annotations
 
+import re
 import threading
 import urllib.request
 from typing import Callable, Generic, Mapping, TypeVar
@@ -32,6 +33,25 @@ def proxy_for(url: str, proxies: Mapping[str, str] | None) -> str | None:
         if proxies.get(key):
             return proxies[key]
     return None
+
+
+# A URL's scheme://authority when it is plain: ASCII without spaces, controls or IPv6
+# brackets, and followed by the path, query or fragment.
+_PLAIN_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[A-Za-z0-9._~!$&'()*+,;=%:@-]*(?=[/?#])")
+
+
+def _origin_key(url: str) -> str | tuple[str, str]:
+    """What PerOrigin files `url`'s answer under: the URL's own scheme://authority text when
+    plain (_PLAIN_ORIGIN), else urlsplit's (scheme, netloc). Two URLs with the same plain
+    text there have the same scheme and netloc as urlsplit reads them, so an answer for one
+    holds for the other. urlsplit itself remembers only its latest 128 URLs, fewer than a
+    list has: each media request paid a whole parse for this (twice: the pinning check and
+    the transport)."""
+    plain = _PLAIN_ORIGIN.match(url)
+    if plain is not None:
+        return plain.group()
+    parts = urlsplit(url)
+    return (parts.scheme, parts.netloc)
 
 
 def environment_proxy(url: str) -> str | None:
@@ -57,12 +77,11 @@ class PerOrigin(Generic[T]):
     def __init__(self, compute: Callable[[str], T], max_origins: int = 512) -> None:
         self._compute = compute
         self._max_origins = max_origins
-        self._by_origin: dict[tuple[str, str], T] = {}
+        self._by_origin: dict[str | tuple[str, str], T] = {}
         self._lock = threading.Lock()
 
     def __call__(self, url: str) -> T:
-        parts = urlsplit(url)
-        origin = (parts.scheme, parts.netloc)
+        origin = _origin_key(url)
         try:
             return self._by_origin[origin]
         except KeyError:

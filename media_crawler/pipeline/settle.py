@@ -39,15 +39,17 @@ class Settled:
             log_item(**fields)
 
 
-def verify_staged(runtime: Runtime, task: Task, *, sha256: str | None, size: int | None, attempts: int) -> Settled:
+def verify_staged(runtime: Runtime, task: Task, *, sha256: str | None, size: int | None, attempts: int,
+                  body: bytes | None = None) -> Settled:
     """Verify the task's .part (size, hash, media decode); a failure drops the .part, and the
-    item goes back to the download stage or ends in its class's final state."""
+    item goes back to the download stage or ends in its class's final state.
+    body: the .part's bytes, when the worker that wrote them holds them (verify.py `verify_file`)."""
     part = runtime.store.staging_path(task.staging_name)
     started = time.monotonic()
     try:
         verify_file(part, kind=task.kind, expected_size=task.expected_size, expected_sha256=task.expected_sha256,
                     actual_sha256=sha256, max_bytes=runtime.config.max_item_bytes,
-                    allow_unknown=runtime.allows_unknown_formats(task.platform))
+                    allow_unknown=runtime.allows_unknown_formats(task.platform), body=body)
     except CrawlError as error:
         part.unlink(missing_ok=True)
         failed = FailedAttempt.of_bad_bytes(error, attempts + 1)

@@ -55,12 +55,15 @@ def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> Settled:
     name belongs to this task's lease, so nothing else has written to it; a re-read would
     come from the page cache and prove nothing more. For the same reason it is not fsynced
     twice. (commit_partition, which takes .parts of earlier runs, still re-hashes and fsyncs.)
+    Likewise a small file is verified from the bytes the worker wrote (`DownloadResult.body`),
+    not read back from the page cache.
     The link's folders are made durable once per ledger batch, before the batch that
     says committed (download.py `_apply`, inside the caller's `deferred_sync`); the file's
     bytes were fsynced before the link.
     """
     task, result = item.task, item.result
-    verified = verify_staged(runtime, task, sha256=result.sha256, size=result.size, attempts=item.attempts)
+    verified = verify_staged(runtime, task, sha256=result.sha256, size=result.size, attempts=item.attempts,
+                             body=result.body)
     if verified.error is not None:
         return verified
     crash_point(AFTER_VERIFY)

@@ -232,6 +232,6 @@ def _check_riff_length(handle: BinaryIO) -> None:
     handle.seek(0)
     header = handle.read(8)
     declared = struct.unpack("<I", header[4:8])[0] + 8
-    actual = os.fstat(handle.fileno()).st_size
+    actual = handle.seek(0, os.SEEK_END)  # a file's or the caller's bytes in memory (verify.py `body`)
     if actual < declared:
         raise corrupt(f"WebP is {actual} bytes, its RIFF header says {declared}")

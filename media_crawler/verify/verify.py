@@ -8,6 +8,7 @@ table and media data (verify/mp4.py), a WebM's elements (verify/webm.py).
 """
 from __future__ import annotations
 
+import io
 import os
 import struct
 from dataclasses import dataclass
@@ -46,11 +47,15 @@ def verify_file(
     max_bytes: int | None = None,
     max_pixels: int = DEFAULT_MAX_PIXELS,
     allow_unknown: bool = False,
+    body: bytes | None = None,
 ) -> VerifyResult:
     """Raise CrawlError unless `path` holds whole, genuine media of `kind`.
 
     actual_sha256: the hash the downloader computed while writing (saves a
     second read of the file); computed here when absent and needed.
+    body: `path`'s whole content, when the caller holds it (the downloader wrote, hashed
+    and fsynced these very bytes a moment ago, fetcher.py `DownloadResult.body`): the
+    checks and the decode read it instead of opening the file again.
     allow_unknown: store bytes of no known media format as octet-stream (the
     platform setting `allow_unknown_formats`); documents and executables are
     refused all the same.
@@ -68,9 +73,10 @@ def verify_file(
         raise ValueError(f"unknown media kind {kind!r}; expected one of {', '.join(ACCEPTED_TYPES)}")
     path = Path(path)
     # One open for the size, the hash, the signature and the image's decode: at thousands
-    # of small files each extra open is several system calls per item.
-    with open(path, "rb") as handle:  # buffered: Pillow reads the header a few bytes at a time
-        size = os.fstat(handle.fileno()).st_size
+    # of small files each extra open is several system calls per item (and none with `body`).
+    # Buffered: Pillow reads the header a few bytes at a time.
+    with (io.BytesIO(body) if body is not None else open(path, "rb")) as handle:
+        size = len(body) if body is not None else os.fstat(handle.fileno()).st_size
         _check_size(size, expected_size, max_bytes)
         hash_proven = False
         if expected_sha256:
