@@ -73,15 +73,16 @@ class ItemOutcome:
 class Workers:
     """The threads a download step works with.
 
-    count: items worked on at once (None: the runtime's download_threads).
+    count: items downloaded at once (None: the runtime's download_threads).
     wait_threads: threads beyond `count` for items waiting out a retry delay.
-    At most `count` items are worked on at once; an item sleeping through a
+    At most `count` items are downloaded at once; an item sleeping through a
     backoff or a Retry-After gives its turn to the next one, so a server's
     pauses no longer hold back the rest of the list.
-    after_download: run in the worker thread right after a successful
-    download, with the item's outcome; its result becomes `follow_up` (the
+    after_download: run right after a successful download, with the item's
+    outcome, on `count` threads of its own; its result becomes `follow_up` (the
     verify and commit stages pipelined per item, batched in the same ledger
-    writes: fetch-urls).
+    writes: fetch-urls). The downloads do not wait for it: they run ahead,
+    as far as the claimed batch goes.
     """
 
     count: int | None = None
@@ -178,24 +179,36 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
     # Largest first, and never every worker on a large file while small ones wait (pipeline/scheduling.py).
     order = SizeAwareOrder(tasks, step.workers)
 
-    def work(task: Task) -> ItemOutcome:
+    def download(task: Task) -> ItemOutcome:
         try:
             with correlation(**step.ids), step.turns or contextlib.nullcontext():
-                item = _download_one(runtime, task, step)
-                if step.after_download is not None and item.error is None and item.result is not None:
-                    item.follow_up = step.after_download(item)
-                    stopped = getattr(item.follow_up, "error", None)
-                    if stopped is not None and stopped.policy.stops_admission:
-                        # A full or failing disk under the commit: hand out no more downloads,
-                        # as the commit stage stops touching the store (pipeline/settle.py).
-                        step.halted.setdefault(task.platform, stopped)
-                return item
+                return _download_one(runtime, task, step)
         finally:
             order.finished(task)
 
+    def settle(item: ItemOutcome) -> ItemOutcome:
+        if item.error is None and item.result is not None:
+            with correlation(**step.ids):
+                item.follow_up = step.after_download(item)
+            stopped = getattr(item.follow_up, "error", None)
+            if stopped is not None and stopped.policy.stops_admission:
+                # A full or failing disk under the commit: hand out no more downloads,
+                # as the commit stage stops touching the store (pipeline/settle.py).
+                step.halted.setdefault(item.task.platform, stopped)
+        return item
+
+    # The continuation runs on threads of its own (as many as the workers): the
+    # downloads do not wait for the verification (CPU: every image fully decoded)
+    # of the items before them. So a server's 503 or 429 is met, and its
+    # Retry-After waited out, while the items already in are still being verified,
+    # instead of at the end of the list after them (issue 31: with downloads paced
+    # by decoding, the items fetched in the last second met their Retry-After
+    # there, and the run ended a Retry-After after the CPU's work).
+    then = settle if step.after_download is not None else None
     pending_changes: list = []
     last_flush = time.monotonic()
-    for outcome in run_bounded(work, order, workers=step.workers + max(step.wait_threads, 0)):
+    for outcome in run_bounded(download, order, workers=step.workers + max(step.wait_threads, 0),
+                               then=then, then_workers=step.workers):
         if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
             error = CrawlError(ErrorClass.STORAGE_ERROR, f"unexpected {type(outcome.error).__name__}: {outcome.error}")
             item = ItemOutcome(outcome.item, None, error, outcome.item.attempts + 1, time.time(), 0.0)
