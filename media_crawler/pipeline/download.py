@@ -179,15 +179,27 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
     # Largest first, and never every worker on a large file while small ones wait (pipeline/scheduling.py).
     order = SizeAwareOrder(tasks, step.workers)
 
+    ahead = _RunAhead(step.workers) if step.after_download is not None else None
+
     def download(task: Task) -> ItemOutcome:
+        settles = False
+        if ahead is not None:
+            ahead.take()
         try:
             with correlation(**step.ids), step.turns or contextlib.nullcontext():
-                return _download_one(runtime, task, step)
+                item = _download_one(runtime, task, step)
+            settles = ahead is not None and item.error is None and item.result is not None
+            return item
         finally:
             order.finished(task)
+            if ahead is not None and not settles:
+                ahead.give_back(committed=False)
 
     def settle(item: ItemOutcome) -> ItemOutcome:
-        if item.error is None and item.result is not None:
+        if item.error is not None or item.result is None:
+            return item  # nothing downloaded to settle (its credit went back with the download)
+        committed = False
+        try:
             with correlation(**step.ids):
                 item.follow_up = step.after_download(item)
             stopped = getattr(item.follow_up, "error", None)
@@ -195,15 +207,18 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
                 # A full or failing disk under the commit: hand out no more downloads,
                 # as the commit stage stops touching the store (pipeline/settle.py).
                 step.halted.setdefault(item.task.platform, stopped)
-        return item
+            committed = stopped is None
+            return item
+        finally:
+            ahead.give_back(committed=committed)
 
-    # The continuation runs on threads of its own (as many as the workers): the
-    # downloads do not wait for the verification (CPU: every image fully decoded)
-    # of the items before them. So a server's 503 or 429 is met, and its
-    # Retry-After waited out, while the items already in are still being verified,
-    # instead of at the end of the list after them (issue 31: with downloads paced
-    # by decoding, the items fetched in the last second met their Retry-After
-    # there, and the run ended a Retry-After after the CPU's work).
+    # The continuation runs on threads of its own (as many as the workers), and the
+    # downloads run ahead of it (_RunAhead says how far): so a server's 503 or 429 is
+    # met, and its Retry-After waited out, while the items already in are still being
+    # verified (CPU: every image fully decoded), instead of at the end of the list
+    # (issue 31: with each download waiting for the verification before it, the
+    # items fetched in the run's last second met their Retry-After there, and the
+    # run ended a Retry-After after the CPU's work).
     then = settle if step.after_download is not None else None
     pending_changes: list = []
     last_flush = time.monotonic()
@@ -233,6 +248,34 @@ def _apply(runtime: Runtime, changes: list) -> None:
     was linked before its worker returned it, so this flush covers them all."""
     runtime.store.sync_deferred()
     runtime.ledger.apply(changes)
+
+
+class _RunAhead:
+    """How far downloads may run ahead of their items' verification and commit.
+
+    Far enough that a server's Retry-After is waited out while earlier items are
+    still being verified (issue 31), but only as far as the store has shown it
+    takes what the downloads bring. Each download holds a credit until its item
+    is settled (or ends without a settle); a step starts with one per worker (as
+    many downloads as when each worker settled its own item before the next),
+    and every commit adds one. So a store that refuses the first commits (a full
+    disk, a failing bucket: they halt the step) sees no download start before
+    the halt is known, as before; a store that takes them lets the downloads get
+    as far ahead as the claimed batch. Tokens in a SimpleQueue, as `_Turns`.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self._credits: queue.SimpleQueue[None] = queue.SimpleQueue()
+        for _ in range(workers):
+            self._credits.put(None)
+
+    def take(self) -> None:
+        self._credits.get()
+
+    def give_back(self, *, committed: bool) -> None:
+        self._credits.put(None)
+        if committed:
+            self._credits.put(None)
 
 
 class _Turns:

@@ -29,17 +29,20 @@ def server():
 
 
 def test_a_retry_after_is_waited_out_while_an_earlier_item_is_still_being_verified(server, tmp_path):
+    # Largest first (pipeline/scheduling.py): opening.png, then first.png, then later.png.
+    opening = image_bytes("PNG", size=(800, 600))
     first = image_bytes("PNG", size=(640, 480))
     later = image_bytes("PNG")
-    assert len(first) > len(later)
+    assert len(opening) > len(first) > len(later)
+    opening_url = server.route("/opening.png", Reply(opening, content_type="image/png"))
     first_url = server.route("/first.png", Reply(first, content_type="image/png"))
     later_url = server.route(
         "/later.png",
         Reply(b"busy", status=503, content_type="text/plain", headers={"Retry-After": "1"}),
         Reply(later, content_type="image/png"),
     )
-    # Announced sizes make the order certain: largest first (pipeline/scheduling.py).
-    items = [{"url": first_url, "size": len(first)}, {"url": later_url, "size": len(later)}]
+    items = [{"url": url, "size": len(body)} for url, body in
+             ((opening_url, opening), (first_url, first), (later_url, later))]
     feed = server.route("/feed.json", Reply(json.dumps({"items": items}).encode(), content_type="application/json"))
     store = tmp_path / "store"
     config = config_from_dict({"store": str(store), "ledger_url": f"sqlite:///{store / 'ledger.db'}",
@@ -50,9 +53,10 @@ def test_a_retry_after_is_waited_out_while_an_earlier_item_is_still_being_verifi
     events: list[str] = []
 
     def verify_slowly(item):
-        """The first item's verification lasts until the later item's retry has been
-        asked for (one worker: were the next download waiting for this verification,
-        that would never happen; the wait's limit only ends a failing run)."""
+        """first.png's verification lasts until later.png's retry has been asked for
+        (one worker: were the next download waiting for this verification, that would
+        never happen; the wait's limit only ends a failing run). opening.png, committed
+        before, is what lets the downloads run ahead (download.py `_RunAhead`)."""
         if item.task.canonical_url.endswith("/first.png"):
             for _ in range(200):
                 if len(server.requests_to("/later.png")) == 2:
@@ -64,7 +68,7 @@ def test_a_retry_after_is_waited_out_while_an_earlier_item_is_still_being_verifi
     report = download_partition(runtime, source, None, ignore_backoff=True,
                                 workers=Workers(1, wait_threads=1, after_download=verify_slowly))
 
-    assert report.still_unfinished == 0 and report.extra["items_committed"] == 2
+    assert report.still_unfinished == 0 and report.extra["items_committed"] == 3
     assert events == ["2 requests to later.png when first.png verified"]
     # The 503 and then its retry: one request each, the Retry-After waited (not hammered).
     assert [entry.status for entry in server.requests_to("/later.png")] == [503, 200]
