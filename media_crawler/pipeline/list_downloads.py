@@ -24,11 +24,13 @@ from media_crawler.store.ledger import CLAIM_LIMIT
 EXTRA_PASSES = 1
 
 # Threads per download thread for items waiting out a retry delay (pipeline/download.py
-# Workers.wait_threads). The downloads run ahead of verification, so at a 5% rate of
-# 503s with Retry-After: 1 a process of 4 download threads had up to 8 items asleep
-# at once (issue 31): with only 4 wait threads, the sleepers took the download
-# threads' place and the list stalled behind them. A sleeping thread costs nothing
-# but its stack; what keeps the server's load down is the 4 turns, not the threads.
+# Workers.wait_threads). Under the bench's f503 faults (5% of requests answered 503
+# with Retry-After: 1), a process with 4 download threads had up to 8 items asleep at
+# once (issue 31), more with the downloads running ahead of verification: with one
+# wait thread per download thread the sleepers took the downloads' threads and the
+# list stalled behind them (in one run, 35 items ended in the half second with 15
+# asleep, against ~100 a quarter second before). A sleeping thread costs its stack
+# only; the server's load is bounded by the download turns, not by these threads.
 WAIT_THREADS_PER_WORKER = 4
 
 
