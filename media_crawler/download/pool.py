@@ -10,6 +10,12 @@ ThreadPoolExecutor: its Future per item (a Condition, a lock taken on submit, on
 the result, on each read of it, and an idle-thread semaphore on every submit)
 was Python work per item that at thousands of small files a second showed in
 the profile, for nothing a pool of identical workers needs.
+
+An optional second stage (`then`) runs on threads of its own, so the first
+can run ahead of it: fetch-urls downloads on the first and verifies (the CPU's
+work: a full decode of every image) on the second, so a download that must
+wait out a server's Retry-After is asked for, and waited out, while earlier
+items are still being decoded, not after them (pipeline/download.py).
 """
 from __future__ import annotations
 
@@ -42,22 +48,33 @@ def run_bounded(
     *,
     workers: int,
     max_in_flight: int | None = None,
+    then: Callable[[ResultT], ResultT] | None = None,
+    then_workers: int | None = None,
     thread_name_prefix: str = "mc-worker",
 ) -> Iterator[Outcome[ItemT, ResultT]]:
     """Yield an Outcome per item as each completes (not in input order).
 
-    max_in_flight: items submitted but not yet yielded; default twice the
-    workers, so a worker finishing never waits for the consumer to feed it.
-    Closing the iterator early cancels the items not yet started and waits for
-    the running ones, as ThreadPoolExecutor.shutdown(cancel_futures=True) did.
+    max_in_flight: items given to `function` but not yet through it; default
+    twice the workers, so a worker finishing never waits for the consumer to feed it.
+    then: a second stage, on threads of its own (`then_workers`, default
+    `workers`), run on each successful result of `function` before its Outcome
+    is yielded. Items waiting for it do not count against max_in_flight: the
+    first stage runs ahead of the second by as much as the input allows (the
+    caller's input bounds it). An error in either stage is the item's Outcome.
+    Closing the iterator early skips the items not yet started in either stage
+    and waits for the running ones, as ThreadPoolExecutor.shutdown(cancel_futures=True) did.
     """
     if workers < 1:
         raise ValueError("workers must be at least 1")
     limit = max(max_in_flight or 2 * workers, workers)
+    then_limit = max(1, then_workers or workers)
     source = iter(items)
-    # Both queues block in C with the GIL released (queue.SimpleQueue).
+    # All queues block in C with the GIL released (queue.SimpleQueue).
     inbox: queue.SimpleQueue = queue.SimpleQueue()
-    finished: queue.SimpleQueue[Outcome[ItemT, ResultT]] = queue.SimpleQueue()
+    handoff: queue.SimpleQueue = queue.SimpleQueue()  # (item, first result) for the second stage
+    # (stage, outcome): stage 1 or 2 ended the item with this outcome; stage 0 (no outcome):
+    # the item left the first stage for the second.
+    finished: queue.SimpleQueue[tuple[int, Outcome[ItemT, ResultT] | None]] = queue.SimpleQueue()
     cancelled: list[bool] = []  # non-empty once the consumer has stopped: skip what is not started
 
     def serve() -> None:
@@ -70,34 +87,64 @@ def run_bounded(
             try:
                 result = function(item)
             except BaseException as error:  # noqa: BLE001 - as a Future keeps it: the consumer decides
-                finished.put(Outcome(item, None, error))
+                finished.put((1, Outcome(item, None, error)))
+                continue
+            if then is None:
+                finished.put((1, Outcome(item, result)))
             else:
-                finished.put(Outcome(item, result))
+                finished.put((0, None))  # before the handoff: its stage-2 message cannot overtake it
+                handoff.put((item, result))
+
+    def serve_then() -> None:
+        while True:
+            entry = handoff.get()
+            if entry is _END:
+                return
+            if cancelled:
+                continue
+            item, first = entry
+            try:
+                finished.put((2, Outcome(item, then(first))))
+            except BaseException as error:  # noqa: BLE001
+                finished.put((2, Outcome(item, None, error)))
 
     threads: list[threading.Thread] = []
-    in_flight = 0
+    then_threads: list[threading.Thread] = []
+    in_first = in_second = 0
     try:
         exhausted = False
         while True:
-            while not exhausted and in_flight < limit:
+            while not exhausted and in_first < limit:
                 item = next(source, _END)
                 if item is _END:
                     exhausted = True
                     break
-                if len(threads) < workers and len(threads) <= in_flight:  # one more thread while all are busy
+                if len(threads) < workers and len(threads) <= in_first:  # one more thread while all are busy
                     thread = threading.Thread(target=serve, name=f"{thread_name_prefix}_{len(threads)}")
                     thread.start()
                     threads.append(thread)
                 inbox.put(item)
-                in_flight += 1
-            if not in_flight:
+                in_first += 1
+            if not in_first and not in_second:
                 return
-            outcome = finished.get()
-            in_flight -= 1
+            stage, outcome = finished.get()
+            if stage == 0:
+                in_first, in_second = in_first - 1, in_second + 1
+                if len(then_threads) < then_limit and len(then_threads) < in_second:
+                    thread = threading.Thread(target=serve_then, name=f"{thread_name_prefix}-then_{len(then_threads)}")
+                    thread.start()
+                    then_threads.append(thread)
+                continue
+            if stage == 1:
+                in_first -= 1
+            else:
+                in_second -= 1
             yield outcome
     finally:
         cancelled.append(True)
         for _ in threads:
             inbox.put(_END)
-        for thread in threads:
+        for _ in then_threads:
+            handoff.put(_END)
+        for thread in threads + then_threads:
             thread.join()

@@ -73,15 +73,16 @@ class ItemOutcome:
 class Workers:
     """The threads a download step works with.
 
-    count: items worked on at once (None: the runtime's download_threads).
+    count: items downloaded at once (None: the runtime's download_threads).
     wait_threads: threads beyond `count` for items waiting out a retry delay.
-    At most `count` items are worked on at once; an item sleeping through a
+    At most `count` items are downloaded at once; an item sleeping through a
     backoff or a Retry-After gives its turn to the next one, so a server's
     pauses no longer hold back the rest of the list.
-    after_download: run in the worker thread right after a successful
-    download, with the item's outcome; its result becomes `follow_up` (the
+    after_download: run right after a successful download, with the item's
+    outcome, on `count` threads of its own; its result becomes `follow_up` (the
     verify and commit stages pipelined per item, batched in the same ledger
-    writes: fetch-urls).
+    writes: fetch-urls). The downloads do not wait for it: they run ahead,
+    as far as the claimed batch goes.
     """
 
     count: int | None = None
@@ -178,24 +179,51 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
     # Largest first, and never every worker on a large file while small ones wait (pipeline/scheduling.py).
     order = SizeAwareOrder(tasks, step.workers)
 
-    def work(task: Task) -> ItemOutcome:
+    ahead = _RunAhead(step.workers) if step.after_download is not None else None
+
+    def download(task: Task) -> ItemOutcome:
+        settles = False
+        if ahead is not None:
+            ahead.take()
         try:
             with correlation(**step.ids), step.turns or contextlib.nullcontext():
                 item = _download_one(runtime, task, step)
-                if step.after_download is not None and item.error is None and item.result is not None:
-                    item.follow_up = step.after_download(item)
-                    stopped = getattr(item.follow_up, "error", None)
-                    if stopped is not None and stopped.policy.stops_admission:
-                        # A full or failing disk under the commit: hand out no more downloads,
-                        # as the commit stage stops touching the store (pipeline/settle.py).
-                        step.halted.setdefault(task.platform, stopped)
-                return item
+            settles = ahead is not None and item.error is None and item.result is not None
+            return item
         finally:
             order.finished(task)
+            if ahead is not None and not settles:
+                ahead.give_back(committed=False)
 
+    def settle(item: ItemOutcome) -> ItemOutcome:
+        if item.error is not None or item.result is None:
+            return item  # nothing downloaded to settle (its credit went back with the download)
+        committed = False
+        try:
+            with correlation(**step.ids):
+                item.follow_up = step.after_download(item)
+            stopped = getattr(item.follow_up, "error", None)
+            if stopped is not None and stopped.policy.stops_admission:
+                # A full or failing disk under the commit: hand out no more downloads,
+                # as the commit stage stops touching the store (pipeline/settle.py).
+                step.halted.setdefault(item.task.platform, stopped)
+            committed = stopped is None
+            return item
+        finally:
+            ahead.give_back(committed=committed)
+
+    # The continuation runs on threads of its own (as many as the workers), and the
+    # downloads run ahead of it (_RunAhead says how far): so a server's 503 or 429 is
+    # met, and its Retry-After waited out, while the items already in are still being
+    # verified (CPU: every image fully decoded), instead of at the end of the list
+    # (issue 31: with each download waiting for the verification before it, the
+    # items fetched in the run's last second met their Retry-After there, and the
+    # run ended a Retry-After after the CPU's work).
+    then = settle if step.after_download is not None else None
     pending_changes: list = []
     last_flush = time.monotonic()
-    for outcome in run_bounded(work, order, workers=step.workers + max(step.wait_threads, 0)):
+    for outcome in run_bounded(download, order, workers=step.workers + max(step.wait_threads, 0),
+                               then=then, then_workers=step.workers):
         if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
             error = CrawlError(ErrorClass.STORAGE_ERROR, f"unexpected {type(outcome.error).__name__}: {outcome.error}")
             item = ItemOutcome(outcome.item, None, error, outcome.item.attempts + 1, time.time(), 0.0)
@@ -220,6 +248,34 @@ def _apply(runtime: Runtime, changes: list) -> None:
     was linked before its worker returned it, so this flush covers them all."""
     runtime.store.sync_deferred()
     runtime.ledger.apply(changes)
+
+
+class _RunAhead:
+    """How far downloads may run ahead of their items' verification and commit.
+
+    Far enough that a server's Retry-After is waited out while earlier items are
+    still being verified (issue 31), but only as far as the store has shown it
+    takes what the downloads bring. Each download holds a credit until its item
+    is settled (or ends without a settle); a step starts with one per worker (as
+    many downloads as when each worker settled its own item before the next),
+    and every commit adds one. So a store that refuses the first commits (a full
+    disk, a failing bucket: they halt the step) sees no download start before
+    the halt is known, as before; a store that takes them lets the downloads get
+    as far ahead as the claimed batch. Tokens in a SimpleQueue, as `_Turns`.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self._credits: queue.SimpleQueue[None] = queue.SimpleQueue()
+        for _ in range(workers):
+            self._credits.put(None)
+
+    def take(self) -> None:
+        self._credits.get()
+
+    def give_back(self, *, committed: bool) -> None:
+        self._credits.put(None)
+        if committed:
+            self._credits.put(None)
 
 
 class _Turns:

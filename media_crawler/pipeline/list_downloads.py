@@ -23,6 +23,16 @@ from media_crawler.store.ledger import CLAIM_LIMIT
 # list of thousands it happens.
 EXTRA_PASSES = 1
 
+# Threads per download thread for items waiting out a retry delay (pipeline/download.py
+# Workers.wait_threads). Under the bench's f503 faults (5% of requests answered 503
+# with Retry-After: 1), a process with 4 download threads had up to 8 items asleep at
+# once (issue 31), more with the downloads running ahead of verification: with one
+# wait thread per download thread the sleepers took the downloads' threads and the
+# list stalled behind them (in one run, 35 items ended in the half second with 15
+# asleep, against ~100 a quarter second before). A sleeping thread costs its stack
+# only; the server's load is bounded by the download turns, not by these threads.
+WAIT_THREADS_PER_WORKER = 4
+
 
 def download_list(runtime: Runtime, source: Source, workers: int, processes: int,
                   child_logging: Callable[[], ContextManager[None]] | None,
@@ -60,10 +70,11 @@ def download_list(runtime: Runtime, source: Source, workers: int, processes: int
 
 def _download_pass(runtime: Runtime, source: Source, threads: int, shard: tuple[int, int] | None):
     # Items of earlier runs over the same list (other days) count too: every day
-    # of the source. `threads` items worked on at once; as many threads again
-    # for items sleeping through a Retry-After or a backoff, so those never
-    # stall the rest of the list.
-    workers = Workers(threads, wait_threads=threads, after_download=lambda item: verify_and_commit(runtime, item))
+    # of the source. `threads` items downloaded at once (and as many verified);
+    # WAIT_THREADS_PER_WORKER times as many threads for items sleeping through a
+    # Retry-After or a backoff, so those never stall the rest of the list.
+    workers = Workers(threads, wait_threads=WAIT_THREADS_PER_WORKER * threads,
+                      after_download=lambda item: verify_and_commit(runtime, item))
     # The commits in the workers share one flush of the store's folders per ledger
     # batch, made before the batch is recorded (pipeline/download.py `_apply`).
     with runtime.store.deferred_sync():

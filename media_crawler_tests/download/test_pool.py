@@ -74,3 +74,46 @@ def test_closing_early_cancels_work_not_started():
 def test_workers_must_be_positive():
     with pytest.raises(ValueError):
         list(run_bounded(lambda n: n, [1], workers=0))
+
+
+def test_the_first_stage_runs_ahead_of_a_second_stage_that_is_still_busy():
+    """With `then`, every item passes the first stage while the second still holds the
+    first item (a pool running both stages in one thread would stop at the first item:
+    the gate's timeout only ends a failing run)."""
+    first_done: list[int] = []
+    all_first = threading.Event()
+
+    def first(n):
+        first_done.append(n)
+        if len(first_done) == 10:
+            all_first.set()
+        return n
+
+    def second(n):
+        if n == 0:
+            assert all_first.wait(10), f"the first stage stopped at {first_done}"
+        return n * 10
+
+    outcomes = list(run_bounded(first, range(10), workers=1, then=second, then_workers=1, max_in_flight=1))
+    assert [o.error for o in outcomes if not o.ok] == []
+    assert sorted(o.result for o in outcomes) == [n * 10 for n in range(10)]
+
+
+def test_an_error_in_either_stage_is_the_items_outcome_and_a_failed_first_stage_skips_the_second():
+    seconds: list[int] = []
+
+    def first(n):
+        if n == 1:
+            raise ValueError("download failed")
+        return n
+
+    def second(n):
+        seconds.append(n)
+        if n == 2:
+            raise KeyError("verify failed")
+        return n
+
+    outcomes = {o.item: o for o in run_bounded(first, range(4), workers=2, then=second)}
+    assert isinstance(outcomes[1].error, ValueError) and isinstance(outcomes[2].error, KeyError)
+    assert [outcomes[n].result for n in (0, 3)] == [0, 3]
+    assert sorted(seconds) == [0, 2, 3]
