@@ -20,7 +20,7 @@ from media_crawler.pipeline.runtime import Runtime
 from media_crawler.store.blob_store import StoredBlob
 from media_crawler.store.ledger import Task
 from media_crawler.store.transitions import Committed, FailedAttempt, Transition, Verified
-from media_crawler.verify.verify import verify_file
+from media_crawler.verify.verify import Written, verify_file
 
 
 @dataclass
@@ -48,8 +48,8 @@ def verify_staged(runtime: Runtime, task: Task, *, sha256: str | None, size: int
     started = time.monotonic()
     try:
         verify_file(part, kind=task.kind, expected_size=task.expected_size, expected_sha256=task.expected_sha256,
-                    actual_sha256=sha256, max_bytes=runtime.config.max_item_bytes,
-                    allow_unknown=runtime.allows_unknown_formats(task.platform), body=body)
+                    max_bytes=runtime.config.max_item_bytes,
+                    allow_unknown=runtime.allows_unknown_formats(task.platform), written=Written(sha256, body))
     except CrawlError as error:
         part.unlink(missing_ok=True)
         failed = FailedAttempt.of_bad_bytes(error, attempts + 1)

@@ -37,25 +37,32 @@ class VerifyResult:
     height: int | None = None
 
 
+@dataclass(frozen=True)
+class Written:
+    """What the writer of a file knows of it a moment after writing: the sha256 it computed
+    while streaming, and for a small file the bytes it wrote, hashed and fsynced
+    (fetcher.py `DownloadResult.body`)."""
+
+    sha256: str | None = None
+    body: bytes | None = None
+
+
 def verify_file(
     path: str | os.PathLike,
     *,
     kind: str,
     expected_size: int | None = None,
     expected_sha256: str | None = None,
-    actual_sha256: str | None = None,
     max_bytes: int | None = None,
     max_pixels: int = DEFAULT_MAX_PIXELS,
     allow_unknown: bool = False,
-    body: bytes | None = None,
+    written: Written | None = None,
 ) -> VerifyResult:
     """Raise CrawlError unless `path` holds whole, genuine media of `kind`.
 
-    actual_sha256: the hash the downloader computed while writing (saves a
-    second read of the file); computed here when absent and needed.
-    body: `path`'s whole content, when the caller holds it (the downloader wrote, hashed
-    and fsynced these very bytes a moment ago, fetcher.py `DownloadResult.body`): the
-    checks and the decode read it instead of opening the file again.
+    written: what the downloader knows of the file it just wrote (Written): its sha256
+    (saves a second read; computed here when absent and needed) and, for a small file,
+    its bytes (the checks and the decode read them instead of opening the file again).
     allow_unknown: store bytes of no known media format as octet-stream (the
     platform setting `allow_unknown_formats`); documents and executables are
     refused all the same.
@@ -72,6 +79,7 @@ def verify_file(
     if kind not in ACCEPTED_TYPES:
         raise ValueError(f"unknown media kind {kind!r}; expected one of {', '.join(ACCEPTED_TYPES)}")
     path = Path(path)
+    actual_sha256, body = (written.sha256, written.body) if written else (None, None)
     # One open for the size, the hash, the signature and the image's decode: at thousands
     # of small files each extra open is several system calls per item (and none with `body`).
     # Buffered: Pillow reads the header a few bytes at a time.

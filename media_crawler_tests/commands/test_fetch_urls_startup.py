@@ -38,7 +38,8 @@ def at_first_connect(event, args):
     if event == "socket.connect" and not first_thread.get("<connected>"):
         first_thread["<connected>"] = threading.current_thread().name
         with open(out, "w") as f:
-            json.dump({"loaded": sorted(sys.modules), "first_thread": first_thread}, f)
+            # copies taken in C (atomic under the GIL): the ledger thread may import meanwhile
+            json.dump({"loaded": sorted(sys.modules), "first_thread": dict(first_thread)}, f)
 
 sys.addaudithook(at_first_connect)
 from media_crawler.cli import console_main

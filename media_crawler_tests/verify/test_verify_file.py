@@ -7,6 +7,7 @@ import pytest
 
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.verify import VerifyResult, verify_file
+from media_crawler.verify.verify import Written
 from media_crawler_sim.hostile.builders import FTYP, MDAT, MOOV, image_bytes, mp4, webm
 
 
@@ -58,7 +59,7 @@ def test_size_and_hash_gates(tmp_path):
     assert error_class(path, kind="image", max_bytes=len(data) - 1) is ErrorClass.TOO_LARGE
     assert error_class(path, kind="image", expected_sha256="0" * 64) is ErrorClass.HASH_MISMATCH
     # The downloader's inline hash is trusted: no second read of the file.
-    assert error_class(path, kind="image", expected_sha256="a" * 64, actual_sha256="b" * 64) is ErrorClass.HASH_MISMATCH
+    assert error_class(path, kind="image", expected_sha256="a" * 64, written=Written(sha256="b" * 64)) is ErrorClass.HASH_MISMATCH
     assert error_class(write(tmp_path, b""), kind="image") is ErrorClass.TRUNCATED_BODY
 
 
