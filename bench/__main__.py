@@ -21,6 +21,7 @@ BENCHMARKS = {  # name -> what it measures (each module's docstring says more)
     "crawl_workers": "`crawl --workers 4` against `--workers 1` on a generated world (bench/CRAWL_WORKERS.md)",
     "synth_ledger": "fill a ledger with N synthesized rows (bench/LEDGER_1M.md)",
     "ledger_queries": "`failures`, `status` and `metrics --once` on a large ledger",
+    "unfinished_query": "the unfinished-partitions query on a churned, un-analyzed PostgreSQL ledger, with its plans",
     "run_worker_start": "what a Dagster run worker pays before its run starts, by part",
     "ab_config_load": "A/B: a run worker loading sources.yaml, parsed against cached",
     "limits": "the resource bounds the tests used to assert: fetch-urls RSS, the lazy world's heap, a shard walk",
