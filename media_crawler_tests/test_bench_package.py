@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
-HELPERS = {"__init__", "__main__", "instruments", "scale_figures", "scale_launch", "scale_postgres", "scale_sensors"}  # imported by the benchmarks
+HELPERS = {"__init__", "__main__", "instruments", "scale_figures", "scale_launch", "scale_postgres", "scale_rows", "scale_sensors"}  # imported by the benchmarks
 
 
 def listed() -> set[str]:
