@@ -137,6 +137,7 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
         batch.clear()
 
     item_errors: list[ItemError] = []
+    keeper = None  # the runtime's answer keeper, read once (its property takes a lock), at the first item
     try:
         # The runtime is the walk's CursorStore: its ledger is wanted after the first page.
         for item in adapter.iter_records(source, window, runtime):
@@ -147,7 +148,9 @@ def discover(runtime: Runtime, source: Source, window: DayWindow, run_id: str | 
                          outcome="failed", error_class=item.error_class, message=item.message, source=source.key,
                          day=day)
                 continue
-            batch.append(_with_answer(item, runtime.answer_keeper))
+            if keeper is None:
+                keeper = runtime.answer_keeper
+            batch.append(_with_answer(item, keeper))
             if len(batch) >= BATCH:
                 flush()
         flush()
