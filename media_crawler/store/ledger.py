@@ -397,7 +397,7 @@ def _insert_absent(conn, rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, s
 
     Multi-row VALUES statements sent with the driver's own execute on the transaction's
     connection: SQLAlchemy's executemany ("insertmanyvalues") processed every parameter
-    of every row in Python again, most of discovery's ledger time for values (numbers,
+    of every row in Python again, half of discovery's ledger time, for values (numbers,
     strings, None) that need no processing. SQLite (3.35+, RETURNING) and PostgreSQL
     read the same statement."""
     if not rows:
