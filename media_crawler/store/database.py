@@ -293,7 +293,7 @@ def _build_concurrently(conn: Connection, index: Index) -> None:
     if valid is not None:  # INVALID: the leftover of a build that did not finish
         conn.exec_driver_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{index.name}"')
     columns = ", ".join(f'"{column.name}"' for column in index.columns)
-    where = index.dialect_options["postgresql"].get("where")  # a partial index keeps its predicate
+    where = schema.PARTIAL_INDEXES.get(index.name)  # a partial index keeps its predicate
     predicate = f" WHERE {where}" if where is not None else ""
     conn.exec_driver_sql(
         f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{index.name}" ON "{index.table.name}" ({columns}){predicate}')
