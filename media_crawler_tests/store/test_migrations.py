@@ -258,3 +258,28 @@ def test_the_partial_indexes_get_their_predicate_on_both_databases(tmp_path):
         assert made[name].endswith(f"WHERE {predicate}")
         [created] = [sql for sql in statements if f"INDEX {name} " in sql]
         assert created.strip().endswith(f"WHERE {predicate}")
+
+
+def test_a_new_ledger_made_at_once_has_the_schema_the_steps_make(tmp_path):
+    """A new ledger is created at the latest version in one go (database._create_latest):
+    the same tables, columns and indexes as version 1 brought up step by step."""
+    from media_crawler.store.database import MIGRATIONS
+
+    stepped = create_engine(f"sqlite:///{tmp_path / 'stepped.db'}")
+    with stepped.begin() as conn:
+        schema.schema_version.create(conn)
+        for version in range(1, schema.SCHEMA_VERSION + 1):
+            MIGRATIONS[version](conn)
+    at_once = get_engine(f"sqlite:///{tmp_path / 'at_once.db'}")
+    assert migrate(at_once) == schema.SCHEMA_VERSION
+
+    def described(engine) -> set:
+        with engine.connect() as conn:
+            return set(conn.exec_driver_sql("SELECT type, name, tbl_name, sql FROM sqlite_master").all())
+
+    assert described(at_once) == described(stepped)
+    with at_once.connect() as conn:
+        versions = conn.execute(select(schema.schema_version.c.version).order_by(schema.schema_version.c.version))
+        assert [row[0] for row in versions] == list(range(1, schema.SCHEMA_VERSION + 1))
+    stepped.dispose()
+    dispose_engines()
