@@ -86,6 +86,8 @@ class LedgerOpening(Future):
 
 @dataclass
 class Runtime:
+    """What the stages of one process share: configuration, ledger, store, HTTP, adapters and policies."""
+
     config: CrawlConfig
     # The ledger, or its opening (LedgerOpening, started or not): `ledger` waits for it.
     _ledger: "Ledger | Future[Ledger]"
