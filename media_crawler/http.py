@@ -38,6 +38,10 @@ class Timeouts:
     stall: float = 30.0
 
 
+# A URL urlsplit reads plainly: a lower-case scheme and host name (no userinfo, no IPv6
+# literal), a port of digits, a path of visible characters, then the query, the fragment or the end.
+_PLAIN_URL = re.compile(r"(https?)://([a-z0-9.-]+)(?::([0-9]{1,5}))?(/[^?#\x00-\x20\x7f]*)?(?=[?#]|\Z)")
+
 # An item's URL is redacted three times on its way (the request, the response, the retry
 # log's context): the latest few are remembered (they are in memory anyway).
 @functools.lru_cache(maxsize=256)
@@ -48,6 +52,14 @@ def redact_url(url: str) -> str:
     this is the only form of a URL that may reach a log line or an error message.
     A URL too malformed to split (`http://[]`) is shown as its scheme alone.
     """
+    plain = _PLAIN_URL.match(url)
+    if plain is not None:
+        # What urlsplit reads in a plain URL, without its parse (each item's URL is new
+        # to the cache above: a parse per item). Anything else is split below.
+        scheme, host, port_text, path = plain.groups()
+        port = int(port_text) if port_text else 0
+        if port <= 65535:
+            return f"{scheme}://{host}{f':{port}' if port else ''}{path or '/'}"
     try:
         parts = urlsplit(url)
     except ValueError:
