@@ -38,6 +38,10 @@ class Timeouts:
     stall: float = 30.0
 
 
+# A URL urlsplit reads plainly: a lower-case scheme and host name (no userinfo, no IPv6
+# literal), a port of digits, a path of visible characters, then the query, the fragment or the end.
+_PLAIN_URL = re.compile(r"(https?)://([a-z0-9.-]+)(?::([0-9]{1,5}))?(/[^?#\x00-\x20\x7f]*)?(?=[?#]|\Z)")
+
 # An item's URL is redacted three times on its way (the request, the response, the retry
 # log's context): the latest few are remembered (they are in memory anyway).
 @functools.lru_cache(maxsize=256)
@@ -48,6 +52,14 @@ def redact_url(url: str) -> str:
     this is the only form of a URL that may reach a log line or an error message.
     A URL too malformed to split (`http://[]`) is shown as its scheme alone.
     """
+    plain = _PLAIN_URL.match(url)
+    if plain is not None:
+        # What urlsplit reads in a plain URL, without its parse (each item's URL is new
+        # to the cache above: a parse per item). Anything else is split below.
+        scheme, host, port_text, path = plain.groups()
+        port = int(port_text) if port_text else 0
+        if port <= 65535:
+            return f"{scheme}://{host}{f':{port}' if port else ''}{path or '/'}"
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -98,17 +110,48 @@ def parse_response_headers(fp) -> http.client.HTTPMessage:
     policy would (the value without leading blanks or the line end), so http.client's
     framing, urllib3's header checks and requests' cookies read no difference. The
     header count and line length limits are http.client's own (_read_headers).
+
+    The message also carries what its readers right after the parse ask of it, read
+    off the same pairs (`quick_headers`): a lookup in the message walks every header
+    through the email policy (~2 us each, and a response's readers made a dozen).
     """
     lines = http.client._read_headers(fp)
     message = http.client.HTTPMessage()
+    first: dict[str, str] = {}
+    joined: dict[str, str] = {}
     for line in lines:
         if line in (b"\r\n", b"\n", b""):  # the blank line (or the end of the stream) ends the block
             break
         match = _PLAIN_HEADER.fullmatch(line.decode("iso-8859-1"))
         if match is None:
             return email.parser.Parser(_class=http.client.HTTPMessage).parsestr(b"".join(lines).decode("iso-8859-1"))
-        message[match.group(1)] = match.group(2)
+        name, value = match.group(1, 2)
+        message[name] = value
+        key = name.lower()
+        if key in joined:
+            joined[key] = f"{joined[key]}, {value}"
+        else:
+            first[key] = joined[key] = value
+    message._quick_headers = QuickHeaders(first, joined)
     return message
+
+
+class QuickHeaders:
+    """A parsed header block's values by lower-case name, as `HTTPMessage.get` reads them
+    (`first`: the first value of a name, the value as stored: compat32 hands a plain
+    value back as it is) and as urllib3's HTTPHeaderDict joins them (`joined`: a repeated
+    name's values joined by ", "). Only for the readers right after the parse (the
+    response's begin(), download/kept_alive.py's headers): the message is not changed by then."""
+
+    __slots__ = ("first", "joined")
+
+    def __init__(self, first: dict[str, str], joined: dict[str, str]) -> None:
+        self.first, self.joined = first, joined
+
+
+def quick_headers(message: http.client.HTTPMessage) -> QuickHeaders | None:
+    """What `parse_response_headers` read off a plain header block; None for any other message."""
+    return getattr(message, "_quick_headers", None)
 
 
 class QuickHeadersResponse(http.client.HTTPResponse):
@@ -135,14 +178,15 @@ class QuickHeadersResponse(http.client.HTTPResponse):
         else:
             raise http.client.UnknownProtocol(version)
         self.headers = self.msg = parse_response_headers(self.fp)
-        transfer_encoding = self.headers.get("transfer-encoding")
+        get = self._header_lookup()
+        transfer_encoding = get("transfer-encoding")
         self.chunked = bool(transfer_encoding and transfer_encoding.lower() == "chunked")
         if self.chunked:
             self.chunk_left = None
         self.will_close = self._check_close()
         # Content-Length, ignored under chunked (RFC 9112 6.3) and when negative or unreadable.
         self.length = None
-        length = self.headers.get("content-length")
+        length = get("content-length")
         if length and not self.chunked:
             try:
                 self.length = int(length)
@@ -155,3 +199,22 @@ class QuickHeadersResponse(http.client.HTTPResponse):
             self.length = 0  # no body, whatever the headers say
         if not self.will_close and not self.chunked and self.length is None:
             self.will_close = True  # the body ends when the connection does
+
+    def _header_lookup(self):
+        quick = quick_headers(self.headers)
+        return self.headers.get if quick is None else quick.first.get
+
+    def _check_close(self) -> bool:
+        """http.client's (3.11-3.13), its header lookups those of begin()."""
+        get = self._header_lookup()
+        conn = get("connection")
+        if self.version == 11:  # HTTP/1.1 stays open unless told otherwise
+            return bool(conn and "close" in conn.lower())
+        if get("keep-alive"):  # older HTTP: Keep-Alive says persistent
+            return False
+        if conn and "keep-alive" in conn.lower():
+            return False
+        proxy_connection = get("proxy-connection")
+        if proxy_connection and "keep-alive" in proxy_connection.lower():
+            return False
+        return True

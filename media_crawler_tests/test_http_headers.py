@@ -89,3 +89,20 @@ def test_pinned_connections_read_headers_the_quick_way():
     for pool_class in PINNED_POOL_CLASSES.values():
         assert pool_class.ConnectionCls.response_class is QuickHeadersResponse
         assert issubclass(pool_class.ConnectionCls, urllib3.connection.HTTPConnection)
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+def test_the_quick_lookups_answer_as_the_message_does(block):
+    """What the response's begin() and the kept-alive path read off the parse (http.py
+    `quick_headers`) is what the message itself answers: its first value of a name, and
+    the values of a repeated name joined as urllib3's HTTPHeaderDict joins them."""
+    from media_crawler.http import quick_headers
+
+    message = parse_response_headers(io.BytesIO(block))
+    quick = quick_headers(message)
+    if quick is None:  # an odd block, read by the email parser: the message is asked itself
+        return
+    names = {name.lower() for name in message.keys()} | {"connection", "keep-alive", "absent"}
+    for name in names:
+        assert quick.first.get(name) == message.get(name)
+        assert quick.joined.get(name) == (", ".join(message.get_all(name)) if name in message else None)

@@ -37,6 +37,7 @@ try:  # as urllib3 does: an interpreter without ssl has no TLS errors to tell ap
 except ImportError:  # pragma: no cover
     BaseSSLError = CertificateError = ()  # type: ignore[assignment,misc]
 
+from media_crawler.http import quick_headers
 from media_crawler.net.pinning import judge_reuse
 
 
@@ -44,11 +45,16 @@ class KeptAliveHeaders:
     """The response's headers read as urllib3's HTTPHeaderDict reads them: names
     without case, a repeated header's values joined by ", ". Made, as urllib3 makes
     its dict, from the message's items() once (a lookup in the message itself
-    walks every header through the email policy: ~20 us for a response's reads)."""
+    walks every header through the email policy: ~20 us for a response's reads),
+    or taken as http.py's header parse already joined them."""
 
     __slots__ = ("_joined",)
 
     def __init__(self, message: http.client.HTTPMessage) -> None:
+        quick = quick_headers(message)
+        if quick is not None:
+            self._joined = quick.joined
+            return
         joined: dict[str, str] = {}
         for name, value in message.items():
             key = name.lower()

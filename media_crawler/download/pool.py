@@ -5,41 +5,88 @@ million URLs becomes a million queued futures. Here items are pulled from the
 iterable only as results drain, so memory and open files stay bounded by
 `max_in_flight` however long the input or slow the platform.
 
-The threads are plain ones on two C queues (items in, outcomes out), not a
-ThreadPoolExecutor: its Future per item (a Condition, a lock taken on submit, on
-the result, on each read of it, and an idle-thread semaphore on every submit)
-was Python work per item that at thousands of small files a second showed in
-the profile, for nothing a pool of identical workers needs.
+The threads are plain ones, not a ThreadPoolExecutor: its Future per item (a
+Condition, a lock taken on submit, on the result, on each read of it, and an
+idle-thread semaphore on every submit) was Python work per item that at
+thousands of small files a second showed in the profile, for nothing a pool of
+identical workers needs. Each worker pulls its next item from the iterable itself
+(under a lock) and puts the item's outcome on a C queue (queue.SimpleQueue, which
+blocks with the GIL released) that the caller reads: one hand-off between threads
+per item. (The caller used to feed each item to the workers through a queue, and
+to be told of each item leaving the first stage: with fetch-urls' two stages that
+was three wake-ups of a parked thread per item, each a futex call and a context
+switch around the interpreter lock.)
 
 An optional second stage (`then`) runs on threads of its own, so the first
 can run ahead of it: fetch-urls downloads on the first and verifies (the CPU's
 work: a full decode of every image) on the second, so a download that must
 wait out a server's Retry-After is asked for, and waited out, while earlier
 items are still being decoded, not after them (pipeline/download.py).
+
+The first stage has `workers` threads; beyond them, a spare thread (up to
+`Naps.spares`) is started only when an item sleeps through a retry delay
+(`Naps.sleep`) and the items are not yet all handed out, so the others keep `workers`
+threads going. fetch-urls allowed 16 such sleepers per process and started them
+all on its first items: every token a stage handed on then woke a parked thread.
+Every worker runs in a copy of the caller's context (its context variables: the
+log lines' correlation ids), as asyncio.to_thread does, so no item has to set them.
 """
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
-from dataclasses import dataclass
+import time
 from typing import Callable, Generic, Iterable, Iterator, TypeVar
 
 ItemT = TypeVar("ItemT")
 ResultT = TypeVar("ResultT")
 _END = object()  # sentinel: the input iterable is exhausted / a worker is to stop
 
+# What the caller's queue (`finished`) carries: (kind, value).
+_DONE = 0  # value: an item's Outcome
+_NAP = 1  # value: +1 a first-stage worker fell asleep (Naps), -1 it woke up
+_FIRST_EXIT = 2  # a first-stage worker found the input exhausted (or the pool closed) and ended
+_THEN_EXIT = 3  # a second-stage worker ended
+_RAISED = 4  # value: what the input iterable raised
 
-@dataclass(frozen=True)
+
 class Outcome(Generic[ItemT, ResultT]):
     """One item's result, or the exception its function raised (one bad item does not stop the rest)."""
 
-    item: ItemT
-    result: ResultT | None = None
-    error: Exception | None = None
+    __slots__ = ("item", "result", "error")
+
+    def __init__(self, item: ItemT, result: ResultT | None = None, error: BaseException | None = None) -> None:
+        self.item, self.result, self.error = item, result, error
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    def __repr__(self) -> str:
+        return f"Outcome(item={self.item!r}, result={self.result!r}, error={self.error!r})"
+
+
+class Naps:
+    """How a pool's worker sleeps through a delay (a retry's backoff or Retry-After) and
+    says so: while it sleeps, its pool (run_bounded given these naps) may run one of
+    `spares` threads beyond its `workers` so that `workers` items still go on. Outside
+    a pool, `sleep` is time.sleep."""
+
+    def __init__(self, spares: int) -> None:
+        self.spares = max(0, spares)
+        self._tell: Callable[[tuple[int, object]], None] | None = None
+
+    def sleep(self, seconds: float) -> None:
+        tell = self._tell
+        if tell is None:
+            time.sleep(seconds)
+            return
+        tell((_NAP, 1))
+        try:
+            time.sleep(seconds)
+        finally:
+            tell((_NAP, -1))
 
 
 def run_bounded(
@@ -47,112 +94,153 @@ def run_bounded(
     items: Iterable[ItemT],
     *,
     workers: int,
+    naps: Naps | None = None,
     max_in_flight: int | None = None,
     then: Callable[[ResultT], ResultT] | None = None,
     then_workers: int | None = None,
-    on_close: Callable[[], None] | None = None,
     thread_name_prefix: str = "mc-worker",
 ) -> Iterator[Outcome[ItemT, ResultT]]:
     """Yield an Outcome per item as each completes (not in input order).
 
-    max_in_flight: items given to `function` but not yet through it; default
-    twice the workers, so a worker finishing never waits for the consumer to feed it.
+    naps: how items sleep through a delay (`naps.sleep`): while one does, a spare thread
+    (at most `naps.spares`) is started if input remains (so at most as many as items
+    ever slept at once), and the sleeping item does not count against max_in_flight.
+    max_in_flight: items pulled from `items` and not yet yielded; default twice the
+    workers, so a worker finishing never waits for the consumer. With `then`, the
+    first stage holds one item per thread (what it caps), and items waiting for the
+    second stage do not count: the first stage runs ahead of the second by as much
+    as the input allows (the caller's input bounds it).
     then: a second stage, on threads of its own (`then_workers`, default
     `workers`), run on each successful result of `function` before its Outcome
-    is yielded. Items waiting for it do not count against max_in_flight: the
-    first stage runs ahead of the second by as much as the input allows (the
-    caller's input bounds it). An error in either stage is the item's Outcome.
+    is yielded. An error in either stage is the item's Outcome; an error of the
+    input iterable itself is raised here.
     Closing the iterator early skips the items not yet started in either stage
     and waits for the running ones, as ThreadPoolExecutor.shutdown(cancel_futures=True) did.
-    on_close: called when the iterator stops with items still in it (closed early, or
-    the consumer's exception, KeyboardInterrupt included), before the running ones
-    are waited for. A first-stage call may be waiting for something only a second
-    stage gives back (pipeline/download.py `_RunAhead`'s credits); the second stage
-    skips what it has not started, so without this wake-up the wait, and the join
-    after it, would never end.
     """
     if workers < 1:
         raise ValueError("workers must be at least 1")
-    limit = max(max_in_flight or 2 * workers, workers)
-    then_limit = max(1, then_workers or workers)
+    most_threads = workers + (naps.spares if naps is not None else 0)
     source = iter(items)
-    # All queues block in C with the GIL released (queue.SimpleQueue).
-    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    source_lock = threading.Lock()  # a generator refuses two threads at once
+    finished: queue.SimpleQueue[tuple[int, object]] = queue.SimpleQueue()
     handoff: queue.SimpleQueue = queue.SimpleQueue()  # (item, first result) for the second stage
-    # (stage, outcome): stage 1 or 2 ended the item with this outcome; stage 0 (no outcome):
-    # the item left the first stage for the second.
-    finished: queue.SimpleQueue[tuple[int, Outcome[ItemT, ResultT] | None]] = queue.SimpleQueue()
+    # Without a second stage, a token per item that may be pulled and not yet yielded
+    # (the consumer hands it back as it yields). With one, each first-stage thread holds
+    # one item at most, which is the cap.
+    slots: queue.SimpleQueue[None] | None = None
+    if then is None:
+        slots = queue.SimpleQueue()
+        for _ in range(max(max_in_flight or 2 * workers, workers)):
+            slots.put(None)
+    stopped: list[bool] = []  # non-empty once the input is exhausted or the consumer has stopped
     cancelled: list[bool] = []  # non-empty once the consumer has stopped: skip what is not started
 
-    def serve() -> None:
-        while True:
-            item = inbox.get()
-            if item is _END:
-                return
-            if cancelled:
-                continue
+    def pull() -> object:
+        if slots is not None:
+            slots.get()
+        with source_lock:
+            if stopped or cancelled:
+                return _END
             try:
-                result = function(item)
-            except BaseException as error:  # noqa: BLE001 - as a Future keeps it: the consumer decides
-                finished.put((1, Outcome(item, None, error)))
-                continue
-            if then is None:
-                finished.put((1, Outcome(item, result)))
-            else:
-                finished.put((0, None))  # before the handoff: its stage-2 message cannot overtake it
-                handoff.put((item, result))
+                item = next(source, _END)
+            except BaseException as error:  # noqa: BLE001 - the consumer raises it
+                finished.put((_RAISED, error))
+                item = _END
+            if item is _END:
+                stopped.append(True)
+            return item
+
+    def serve() -> None:
+        try:
+            while True:
+                item = pull()
+                if item is _END:
+                    return
+                try:
+                    result = function(item)  # type: ignore[arg-type]
+                except BaseException as error:  # noqa: BLE001 - as a Future keeps it: the consumer decides
+                    finished.put((_DONE, Outcome(item, None, error)))
+                    continue
+                if then is None:
+                    finished.put((_DONE, Outcome(item, result)))
+                else:
+                    handoff.put((item, result))
+        finally:
+            finished.put((_FIRST_EXIT, None))
 
     def serve_then() -> None:
-        while True:
-            entry = handoff.get()
-            if entry is _END:
-                return
-            if cancelled:
-                continue
-            item, first = entry
-            try:
-                finished.put((2, Outcome(item, then(first))))
-            except BaseException as error:  # noqa: BLE001
-                finished.put((2, Outcome(item, None, error)))
+        try:
+            while True:
+                entry = handoff.get()
+                if entry is _END:
+                    return
+                if cancelled:
+                    continue
+                item, first = entry
+                try:
+                    finished.put((_DONE, Outcome(item, then(first))))
+                except BaseException as error:  # noqa: BLE001
+                    finished.put((_DONE, Outcome(item, None, error)))
+        finally:
+            finished.put((_THEN_EXIT, None))
+
+    def start(target: Callable[[], None], name: str) -> threading.Thread:
+        # In a copy of the caller's context: its context variables hold in the worker too.
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(target,), name=name)
+        thread.start()
+        return thread
 
     threads: list[threading.Thread] = []
     then_threads: list[threading.Thread] = []
-    in_first = in_second = 0
+    first_running = then_running = asleep = owed = 0
+    raised: BaseException | None = None
+    if naps is not None:
+        naps._tell = finished.put
     try:
-        exhausted = False
-        while True:
-            while not exhausted and in_first < limit:
-                item = next(source, _END)
-                if item is _END:
-                    exhausted = True
-                    break
-                if len(threads) < workers and len(threads) <= in_first:  # one more thread while all are busy
-                    thread = threading.Thread(target=serve, name=f"{thread_name_prefix}_{len(threads)}")
-                    thread.start()
-                    threads.append(thread)
-                inbox.put(item)
-                in_first += 1
-            if not in_first and not in_second:
-                return
-            stage, outcome = finished.get()
-            if stage == 0:
-                in_first, in_second = in_first - 1, in_second + 1
-                if len(then_threads) < then_limit and len(then_threads) < in_second:
-                    thread = threading.Thread(target=serve_then, name=f"{thread_name_prefix}-then_{len(then_threads)}")
-                    thread.start()
-                    then_threads.append(thread)
-                continue
-            if stage == 1:
-                in_first -= 1
-            else:
-                in_second -= 1
-            yield outcome
+        for _ in range(workers):
+            threads.append(start(serve, f"{thread_name_prefix}_{len(threads)}"))
+        first_running = len(threads)
+        if then is not None:
+            for _ in range(max(1, then_workers or workers)):
+                then_threads.append(start(serve_then, f"{thread_name_prefix}-then_{len(then_threads)}"))
+            then_running = len(then_threads)
+        while first_running or then_running:
+            kind, value = finished.get()
+            if kind == _DONE:
+                if slots is not None:
+                    if owed:
+                        owed -= 1  # the token a sleeper lent is not handed back
+                    else:
+                        slots.put(None)
+                yield value  # type: ignore[misc]
+            elif kind == _NAP:
+                asleep += value  # type: ignore[operator]
+                if value > 0:  # type: ignore[operator]
+                    if slots is not None:
+                        slots.put(None)  # the sleeper's item does not count against the cap...
+                    if not stopped and len(threads) < min(most_threads, workers + asleep):
+                        threads.append(start(serve, f"{thread_name_prefix}_{len(threads)}"))
+                        first_running += 1
+                elif slots is not None:
+                    owed += 1  # ...until it wakes: the next token handed back is not
+            elif kind == _FIRST_EXIT:
+                first_running -= 1
+                if not first_running:  # every item is through the first stage
+                    for _ in then_threads:
+                        handoff.put(_END)
+            elif kind == _THEN_EXIT:
+                then_running -= 1
+            else:  # _RAISED
+                raised = value  # type: ignore[assignment]
+        if raised is not None:
+            raise raised
     finally:
+        if naps is not None:
+            naps._tell = None
         cancelled.append(True)
-        if on_close is not None and (in_first or in_second):
-            on_close()
-        for _ in threads:
-            inbox.put(_END)
+        if slots is not None:
+            for _ in threads:
+                slots.put(None)  # a worker waiting for a token sees the pool closed
         for _ in then_threads:
             handoff.put(_END)
         for thread in threads + then_threads:

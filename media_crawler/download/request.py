@@ -65,8 +65,10 @@ class DownloadRequest:
     resolve: Callable[[], str] | None = None
 
     def __post_init__(self) -> None:
-        # Callers hand a str or any PathLike; the engine works with a Path.
-        object.__setattr__(self, "part_path", Path(self.part_path))
+        # Callers hand a str or any PathLike; the engine works with a Path (a download
+        # step hands one already: Path(path) is a fresh parse, a few us per item).
+        if not isinstance(self.part_path, Path):
+            object.__setattr__(self, "part_path", Path(self.part_path))
 
 
 @dataclass(frozen=True)

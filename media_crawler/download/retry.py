@@ -18,11 +18,10 @@ never blocks another item's request.
 """
 from __future__ import annotations
 
-import contextlib
 import random
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, ContextManager, Mapping, TypeVar
+from typing import Callable, Mapping, TypeVar
 
 from media_crawler.download.fetcher import DownloadResult, download_to_part
 from media_crawler.download.media_transport import CarriesMedia, MediaTransport
@@ -130,11 +129,18 @@ def download_with_retries(
     current = _Target(request.url, request.validator)
 
     def attempt() -> DownloadResult:
+        # The request as the latest attempt left it (a first attempt: the request itself,
+        # not a copy: replace() runs the dataclass's __init__ and its Path() again).
+        this = request if current.url is request.url and current.validator is request.validator else replace(
+            request, url=current.url, validator=current.validator)
         try:
-            with _request_slot(budget, platform):
-                return download_to_part(
-                    session, replace(request, url=current.url, validator=current.validator), policy, current.remember
-                )
+            if budget is None:
+                return download_to_part(session, this, policy, current.remember)
+            # The slot first, then the token: a token taken while still queueing for a
+            # slot would be spent late, letting requests bunch up above the rate.
+            with budget.slot(platform):
+                budget.acquire(platform)
+                return download_to_part(session, this, policy, current.remember)
         except CrawlError as error:
             slow_down_if_asked(budget, platform, error)  # even when this item retries no more: others still ask
             raise
@@ -178,18 +184,3 @@ class _Target:
 
     def remember(self, validator: str | None) -> None:
         self.validator = validator
-
-
-def _request_slot(budget: RateBudget | None, platform: str) -> ContextManager[None]:
-    if budget is None:
-        return contextlib.nullcontext()
-    return _budgeted(budget, platform)
-
-
-@contextlib.contextmanager
-def _budgeted(budget: RateBudget, platform: str):
-    # The slot first, then the token: a token taken while still queueing for a
-    # slot would be spent late, letting requests bunch up above the rate.
-    with budget.slot(platform):
-        budget.acquire(platform)
-        yield

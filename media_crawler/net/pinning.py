@@ -17,8 +17,7 @@ from __future__ import annotations
 import contextvars
 import socket
 import sys
-from contextlib import contextmanager
-from typing import Iterator
+from typing import ContextManager
 
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
@@ -33,14 +32,23 @@ from media_crawler.net.targets import Target
 _POLICY: contextvars.ContextVar[UrlPolicy | None] = contextvars.ContextVar("media_crawler_url_policy", default=None)
 
 
-@contextmanager
-def under_policy(policy: UrlPolicy) -> Iterator[None]:
+def under_policy(policy: UrlPolicy) -> ContextManager[None]:
     """Connections opened (or reused) in this block are checked against `policy`."""
-    token = _POLICY.set(policy)
-    try:
-        yield
-    finally:
-        _POLICY.reset(token)
+    return _UnderPolicy(policy)
+
+
+class _UnderPolicy:
+    # A class, not a @contextmanager generator: entered for every request (and hop).
+    __slots__ = ("_policy", "_token")
+
+    def __init__(self, policy: UrlPolicy) -> None:
+        self._policy = policy
+
+    def __enter__(self) -> None:
+        self._token = _POLICY.set(self._policy)
+
+    def __exit__(self, *_exc) -> None:
+        _POLICY.reset(self._token)
 
 
 def check_proxied_target(policy: UrlPolicy, target: Target, proxy: str | None) -> None:

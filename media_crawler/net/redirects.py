@@ -34,7 +34,7 @@ def get_following_redirects(policy: UrlPolicy, url: str, headers: Mapping[str, s
                             max_redirects: int, proxy_for: ProxyFor | None = None) -> tuple[Answer, Target]:
     """The final answer and the Target it came from; CrawlError(disallowed_url or
     host_not_allowed, as the policy says) for a refused hop."""
-    current, hop_headers = url, dict(headers)
+    current, hop_headers = url, headers  # never changed in place: a hop to another origin gets a copy
     with under_policy(policy):
         for _ in range(max_redirects + 1):
             target = policy.check(current)

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from media_crawler.download.fetcher import DownloadResult
-from media_crawler.download.pool import run_bounded
+from media_crawler.download.pool import Naps, run_bounded
 from media_crawler.download.request import DownloadPolicy, DownloadRequest
 from media_crawler.download.retry import AttemptReport, download_with_retries
 from media_crawler import errors
 from media_crawler.errors import CrawlError, ErrorClass, policy_for
 from media_crawler.models import DayWindow, Lease
-from media_crawler.observe.events import correlation, current_correlation, log_item, one_line_for_stages
+from media_crawler.observe.events import log_item, one_line_for_stages
 from media_crawler.observe.progress import LogSink, Progress
 from media_crawler.pipeline.report import BYTES_COMMITTED, StageReport
 from media_crawler.pipeline.runtime import Runtime
@@ -75,10 +75,10 @@ class Workers:
     """The threads a download step works with.
 
     count: items downloaded at once (None: the runtime's download_threads).
-    wait_threads: threads beyond `count` for items waiting out a retry delay.
-    At most `count` items are downloaded at once; an item sleeping through a
-    backoff or a Retry-After gives its turn to the next one, so a server's
-    pauses no longer hold back the rest of the list.
+    wait_threads: threads beyond `count` for items waiting out a retry delay,
+    each started only when an item falls asleep (download/pool.py `Naps`). At most `count` items are downloaded
+    at once; an item sleeping through a backoff or a Retry-After gives its
+    turn to the next one, so a server's pauses no longer hold back the rest of the list.
     after_download: run right after a successful download, with the item's
     outcome, on `count` threads of its own; its result becomes `follow_up` (the
     verify and commit stages pipelined per item, batched in the same ledger
@@ -111,10 +111,11 @@ def download_partition(runtime: Runtime, sources: Sources, window: DayWindow | N
     step_started = time.time()
     halted: dict[str, CrawlError] = {}
     breaker = OutageBreaker()
-    ids = current_correlation()  # worker threads do not inherit the step's context variables
     count = workers.count or runtime.download_threads
-    turns = _Turns(count) if workers.wait_threads > 0 else None
-    step = _BatchContext(owner, halted, breaker, ids, count, turns, workers.wait_threads, workers.after_download)
+    # The pool's worker threads run in a copy of this context (download/pool.py): the
+    # step's correlation ids are in every item's line without each item setting them.
+    turns = _Turns(count, Naps(workers.wait_threads)) if workers.wait_threads > 0 else None
+    step = _BatchContext(owner, halted, breaker, count, turns, workers.wait_threads, workers.after_download)
 
     def claim() -> list[Task]:
         # In batches: only the rows in hand carry a lease, so a heartbeat rewrites a
@@ -154,7 +155,6 @@ class _BatchContext:
     owner: str
     halted: dict
     breaker: OutageBreaker
-    ids: dict
     workers: int
     turns: Any
     wait_threads: int
@@ -186,12 +186,14 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
     threads = step.workers + max(step.wait_threads, 0)
     ahead = _RunAhead(step.workers, ceiling=2 * threads) if step.after_download is not None else None
 
+    turns = step.turns or contextlib.nullcontext()
+
     def download(task: Task) -> ItemOutcome:
         settles = False
         if ahead is not None and not ahead.take():
             raise _StepEnding("the step is ending: not downloaded")
         try:
-            with correlation(**step.ids), step.turns or contextlib.nullcontext():
+            with turns:
                 item = _download_one(runtime, task, step)
             settles = ahead is not None and item.error is None and item.result is not None
             return item
@@ -205,8 +207,7 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
             return item  # nothing downloaded to settle (its credit went back with the download)
         committed = False
         try:
-            with correlation(**step.ids):
-                item.follow_up = step.after_download(item)
+            item.follow_up = step.after_download(item)
             stopped = getattr(item.follow_up, "error", None)
             if stopped is not None and stopped.policy.stops_admission:
                 # A full or failing disk under the commit: hand out no more downloads,
@@ -226,23 +227,41 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
     # run ended a Retry-After after the CPU's work).
     then = settle if step.after_download is not None else None
     pending_changes: list = []
+    pending_bytes = 0  # received by the items in pending_changes: progress advances with each flush
     last_flush = time.monotonic()
-    for outcome in run_bounded(download, order, workers=threads, then=then, then_workers=step.workers,
-                               on_close=ahead.close if ahead is not None else None):
-        if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
-            error = CrawlError(ErrorClass.STORAGE_ERROR, f"unexpected {type(outcome.error).__name__}: {outcome.error}")
-            item = ItemOutcome(outcome.item, None, error, outcome.item.attempts + 1, time.time(), 0.0)
-        else:
-            item = outcome.result
-        # Guarded by our lease: if it was taken over, the new holder's result wins.
-        pending_changes.append((item.task.id, step.owner, _record(report, item, step.halted)))
-        progress.advance(bytes=item.result.bytes_received if item.result else 0)
-        if len(pending_changes) >= FLUSH_EVERY or time.monotonic() - last_flush > FLUSH_AFTER_S:
-            _apply(runtime, pending_changes)
-            pending_changes.clear()
-            last_flush = time.monotonic()
-            crash_point(AFTER_DOWNLOAD_LEDGER)
+    outcomes = run_bounded(download, order, workers=step.workers, naps=step.turns.naps if step.turns else None,
+                           then=then, then_workers=step.workers)
+    try:
+        for outcome in outcomes:
+            if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
+                error = CrawlError(ErrorClass.STORAGE_ERROR, f"unexpected {type(outcome.error).__name__}: {outcome.error}")
+                item = ItemOutcome(outcome.item, None, error, outcome.item.attempts + 1, time.time(), 0.0)
+            else:
+                item = outcome.result
+            # Guarded by our lease: if it was taken over, the new holder's result wins.
+            pending_changes.append((item.task.id, step.owner, _record(report, item, step.halted)))
+            if item.result is not None:
+                pending_bytes += item.result.bytes_received
+            if len(pending_changes) >= FLUSH_EVERY or time.monotonic() - last_flush > FLUSH_AFTER_S:
+                _apply(runtime, pending_changes)
+                # Progress as the ledger has it, a batch at a time (its sinks show it every
+                # 100 items or seconds anyway): a snapshot per item was work for nothing.
+                progress.advance(len(pending_changes), bytes=pending_bytes)
+                pending_changes.clear()
+                pending_bytes = 0
+                last_flush = time.monotonic()
+                crash_point(AFTER_DOWNLOAD_LEDGER)
+    finally:
+        # Stopping early (a failed ledger write, Ctrl-C): run_bounded skips the settles not
+        # started, and only a settle gives a download's credit back, so a download waiting
+        # for one would wait for ever, and the pool's join with it. Closing the credits
+        # first ends those waits (review38: the step hung instead of raising).
+        if ahead is not None:
+            ahead.close()
+        outcomes.close()
     _apply(runtime, pending_changes)
+    if pending_changes:
+        progress.advance(len(pending_changes), bytes=pending_bytes)
     crash_point(AFTER_DOWNLOAD_LEDGER)
 
 
@@ -315,10 +334,11 @@ class _Turns:
     the workers' threads waking each other for the GIL.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, naps: Naps) -> None:
         self._tokens: queue.SimpleQueue[None] = queue.SimpleQueue()
         for _ in range(limit):
             self._tokens.put(None)
+        self.naps = naps  # the pool is told of each sleep, and may start a spare thread meanwhile
 
     def __enter__(self) -> "_Turns":
         self._tokens.get()
@@ -330,7 +350,7 @@ class _Turns:
     def sleep(self, seconds: float) -> None:
         self._tokens.put(None)
         try:
-            time.sleep(seconds)
+            self.naps.sleep(seconds)
         finally:
             self._tokens.get()
 

@@ -192,3 +192,23 @@ def test_a_kept_alive_connection_stays_usable_under_another_policy_listing_its_n
     fetch(session, url, part, (f"{rebinding_name}:*",))
     assert fetch(session, url, part.with_name("other.part"), (f"{rebinding_name}:*",)).size == len(JPEG)
     assert len(server.requests_to("/a.jpg")) == 2
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:8799/small/s_00001.jpg", "https://cdn.example.org/a/b.jpg?sig=1#x", "http://h.example",
+    "http://h.example:080/x", "http://h.example:0/x", "http://h.example:99999/x", "http://h.example:/x",
+    "HTTP://H.Example/x", "http://u:p@h.example/x", "http://1:2@h.example/x", "http://[::1]:8080/x",
+    "http://h.example/a b", "http://h.example/a\tb?c", "http://h.example/caf\u00e9", "http://h.example?q",
+    "http://h.example#f", "http://h.example/a\\b", "http://h_x.example/", "ftp://h.example/x", " http://h.example/x",
+])
+def test_redaction_reads_a_url_as_urlsplit_does(url):
+    """redact_url's quick reading of a plain URL says what its urlsplit reading says."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return  # not a plain URL: read by urlsplit itself
+    host = f"[{host}]" if ":" in host else host
+    assert redact_url(url) == f"{parts.scheme}://{host}{port}{parts.path or '/'}"

@@ -117,3 +117,37 @@ def test_an_error_in_either_stage_is_the_items_outcome_and_a_failed_first_stage_
     assert isinstance(outcomes[1].error, ValueError) and isinstance(outcomes[2].error, KeyError)
     assert [outcomes[n].result for n in (0, 3)] == [0, 3]
     assert sorted(seconds) == [0, 2, 3]
+
+
+def test_a_spare_thread_starts_only_while_an_item_sleeps():
+    """Spare threads (`Naps.spares`) are started for items asleep in `naps.sleep` only: a
+    run without a nap keeps to `workers` threads, and one nap lets the other items go on meanwhile."""
+    from media_crawler.download.pool import Naps
+
+    naps = Naps(spares=4)
+    names: set[str] = set()
+    woke = threading.Event()
+
+    def work(n):
+        names.add(threading.current_thread().name)
+        if n == 0:
+            naps.sleep(0.3)  # the other items pass through another thread meanwhile
+            woke.set()
+        return n
+
+    outcomes = list(run_bounded(work, range(50), workers=1, naps=naps))
+    assert sorted(o.result for o in outcomes) == list(range(50)) and woke.is_set()
+    assert len(names) == 2  # the worker, and one spare for the sleeper
+
+    names.clear()
+    list(run_bounded(lambda n: names.add(threading.current_thread().name), range(50), workers=2, naps=Naps(8)))
+    assert len(names) <= 2
+
+
+def test_the_workers_see_the_callers_context_variables():
+    import contextvars
+
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
+    marker.set("the caller's")
+    outcomes = list(run_bounded(lambda n: marker.get(), range(4), workers=2, then=lambda seen: (seen, marker.get())))
+    assert {o.result for o in outcomes} == {("the caller's", "the caller's")}
