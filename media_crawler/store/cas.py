@@ -46,9 +46,10 @@ class FilesystemBlobStore(BlobStore):
         self.staging = self.root / STAGING
         self._blobs_text = f"{self.blobs}{os.sep}"
         self._free_space = FreeSpace(self.root)
-        # Inside deferred_sync(): (folders whose entries changed, staged names to drop).
+        # Inside deferred_sync(): (folders whose entries changed, as text: a str hashes at
+        # once where a new Path first builds its text; staged names to drop).
         # Download threads commit concurrently (fetch-urls), so the pair is swapped under a lock.
-        self._deferred: tuple[set[Path], list[Path]] | None = None
+        self._deferred: tuple[set[str], list[Path]] | None = None
         self._deferred_lock = threading.Lock()
 
     @contextmanager
@@ -252,8 +253,8 @@ class FilesystemBlobStore(BlobStore):
         except OSError as exc:
             raise storage_error(exc, "commit") from exc
 
-    def _link_making_folders(self, staged: Path, target: Path) -> list[Path]:
-        """Link `staged` to `target`; return the folders whose entries changed, nearest first.
+    def _link_making_folders(self, staged: Path, target: Path) -> list[str]:
+        """Link `staged` to `target`; return the folders whose entries changed (as text), nearest first.
 
         The fan-out folders are made only when the link says one is missing.
         A new folder's name must then reach the disk too, not just the link:
@@ -262,13 +263,13 @@ class FilesystemBlobStore(BlobStore):
         """
         try:
             os.link(staged, target)
-            return [target.parent]
+            return [_folder_of(target)]
         except FileNotFoundError:
             if not staged.exists():
                 raise
         made_in = _make_folders(target.parent)
         os.link(staged, target)
-        return [target.parent, *reversed(made_in)]
+        return [_folder_of(target), *(str(folder) for folder in reversed(made_in))]
 
     @staticmethod
     def _already_stored(staged: Path, target: Path) -> StoredBlob:
@@ -342,14 +343,19 @@ def _fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def _sync_folders(root: Path, folders: set[Path]) -> None:
+def _folder_of(path: Path) -> str:
+    """The folder holding `path`, as text (from the text os.link made of `path` already)."""
+    return os.fspath(path).rpartition(os.sep)[0]
+
+
+def _sync_folders(root: Path, folders: set[str]) -> None:
     """Make the entries of `folders` durable: one syncfs(2) of the store's filesystem
     where Linux offers it (one call for a whole batch), else an fsync per folder."""
     if not folders:
         return
     if _syncfs(root):
         return
-    for folder in sorted(folders, key=lambda path: len(path.parts), reverse=True):  # nearest first
+    for folder in sorted(folders, key=lambda folder: folder.count(os.sep), reverse=True):  # nearest first
         _fsync_dir(folder)
 
 
@@ -374,7 +380,7 @@ def _libc():
         return None
 
 
-def _fsync_dir(path: Path) -> None:
+def _fsync_dir(path: str | os.PathLike) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
