@@ -46,6 +46,8 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class CrawlConfig:
+    """sources.yaml (or fetch-urls' arguments), checked: every field parsed and validated."""
+
     sources: tuple[Source, ...]
     platforms: Mapping[str, PlatformSettings]
     store_root: Path

@@ -80,6 +80,8 @@ class FinalState(str, Enum):
 
 @dataclass(frozen=True)
 class ErrorPolicy:
+    """What an error class means for the item and the run: retried or final, the backoff, and what it slows or stops."""
+
     retryable: bool
     final_state: FinalState
     backoff_base_s: float = 0.5

@@ -30,6 +30,7 @@ import urllib3
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.util import make_headers
 
+from media_crawler import __version__
 from media_crawler.download.kept_alive import KeptAliveResponse, get_on_kept_alive
 from media_crawler.environment import ca_bundle_override
 from media_crawler.http import NO_RETRIES, Timeouts
@@ -37,19 +38,10 @@ from media_crawler.net.pinning import PINNED_POOL_CLASSES
 from media_crawler.net.proxies import PerOrigin, environment_proxy
 from media_crawler.net.targets import Target
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("media-crawler")
-    except PackageNotFoundError:  # run from a checkout that is not installed
-        return "dev"
-
-
 # What the media path sends unless the request's own headers say otherwise (urllib3
 # adds Host). A plain URL list's CDN is told who is asking; platform adapters send
 # the User-Agent their CDN expects (platforms/headers.py).
-DEFAULT_HEADERS = {"Accept": "*/*", "User-Agent": f"media-crawler/{_version()}"}
+DEFAULT_HEADERS = {"Accept": "*/*", "User-Agent": f"media-crawler/{__version__}"}
 
 
 class MediaTransport:

@@ -50,6 +50,7 @@ def run_bounded(
     max_in_flight: int | None = None,
     then: Callable[[ResultT], ResultT] | None = None,
     then_workers: int | None = None,
+    on_close: Callable[[], None] | None = None,
     thread_name_prefix: str = "mc-worker",
 ) -> Iterator[Outcome[ItemT, ResultT]]:
     """Yield an Outcome per item as each completes (not in input order).
@@ -63,6 +64,12 @@ def run_bounded(
     caller's input bounds it). An error in either stage is the item's Outcome.
     Closing the iterator early skips the items not yet started in either stage
     and waits for the running ones, as ThreadPoolExecutor.shutdown(cancel_futures=True) did.
+    on_close: called when the iterator stops with items still in it (closed early, or
+    the consumer's exception, KeyboardInterrupt included), before the running ones
+    are waited for. A first-stage call may be waiting for something only a second
+    stage gives back (pipeline/download.py `_RunAhead`'s credits); the second stage
+    skips what it has not started, so without this wake-up the wait, and the join
+    after it, would never end.
     """
     if workers < 1:
         raise ValueError("workers must be at least 1")
@@ -142,6 +149,8 @@ def run_bounded(
             yield outcome
     finally:
         cancelled.append(True)
+        if on_close is not None and (in_first or in_second):
+            on_close()
         for _ in threads:
             inbox.put(_END)
         for _ in then_threads:

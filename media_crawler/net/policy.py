@@ -44,6 +44,8 @@ def _is_local_name(host: str) -> bool:
 
 @dataclass(frozen=True)
 class UrlPolicy:
+    """Which hosts (and, for internal addresses, which ports) a request may go to."""
+
     any_public: bool = False
     public_names: frozenset[str] = frozenset()
     public_suffixes: tuple[str, ...] = ()  # ".hdslb.com" for `*.hdslb.com`

@@ -62,7 +62,10 @@ def environment_proxy(url: str) -> str | None:
     netloc = urlsplit(url).netloc.rpartition("@")[2]
     if urllib.request.proxy_bypass(netloc):
         return None
-    return proxy_for(url, proxies)
+    proxy = proxy_for(url, proxies)
+    # HTTP_PROXY=proxy.corp:3128 is an http proxy to curl and requests; urllib3 would read
+    # "proxy.corp" as the scheme and refuse every request (ProxySchemeUnknown).
+    return proxy if proxy is None or "://" in proxy else f"http://{proxy}"
 
 
 class PerOrigin(Generic[T]):

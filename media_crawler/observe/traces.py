@@ -9,7 +9,6 @@ MEDIA_CRAWLER_DEBUG=1.
 from __future__ import annotations
 
 from media_crawler.environment import debug_enabled
-from media_crawler.store.dagster_private import FAILURE_PREFIX
 
 __all__ = ["debug_enabled", "exception_summary", "failure_message", "without_stack_trace"]
 _DAGSTER_TRACE_MARK = "\nStack Trace:"
@@ -33,6 +32,10 @@ def exception_summary(formatted: str) -> str:
 
 def failure_message(dagster_error_message: str) -> str:
     """A step failure's message as a person reads it: no trace, no prefix naming Dagster's Failure class."""
+    # Here, not at the top: every command's logging imports this module, and only a
+    # Dagster step's failure needs that module (its NamedTuples cost start-up: issue 31).
+    from media_crawler.store.dagster_private import FAILURE_PREFIX
+
     text = without_stack_trace(dagster_error_message).strip()
     if text.startswith(FAILURE_PREFIX):
         text = text[len(FAILURE_PREFIX):]

@@ -12,6 +12,7 @@ retried gently across runs instead of burning every retry in its first minute.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import queue
 import time
 from dataclasses import dataclass, field
@@ -179,12 +180,16 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
     # Largest first, and never every worker on a large file while small ones wait (pipeline/scheduling.py).
     order = SizeAwareOrder(tasks, step.workers)
 
-    ahead = _RunAhead(step.workers) if step.after_download is not None else None
+    # The run-ahead's ceiling: as many items as the first stage itself may hold (run_bounded's
+    # max_in_flight), so the downloaded bodies waiting for their settle (DownloadResult.body, up
+    # to 256 KiB each) stay bounded by the threads, not by the claimed batch.
+    threads = step.workers + max(step.wait_threads, 0)
+    ahead = _RunAhead(step.workers, ceiling=2 * threads) if step.after_download is not None else None
 
     def download(task: Task) -> ItemOutcome:
         settles = False
-        if ahead is not None:
-            ahead.take()
+        if ahead is not None and not ahead.take():
+            raise _StepEnding("the step is ending: not downloaded")
         try:
             with correlation(**step.ids), step.turns or contextlib.nullcontext():
                 item = _download_one(runtime, task, step)
@@ -222,8 +227,8 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
     then = settle if step.after_download is not None else None
     pending_changes: list = []
     last_flush = time.monotonic()
-    for outcome in run_bounded(download, order, workers=step.workers + max(step.wait_threads, 0),
-                               then=then, then_workers=step.workers):
+    for outcome in run_bounded(download, order, workers=threads, then=then, then_workers=step.workers,
+                               on_close=ahead.close if ahead is not None else None):
         if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
             error = CrawlError(ErrorClass.STORAGE_ERROR, f"unexpected {type(outcome.error).__name__}: {outcome.error}")
             item = ItemOutcome(outcome.item, None, error, outcome.item.attempts + 1, time.time(), 0.0)
@@ -258,24 +263,47 @@ class _RunAhead:
     takes what the downloads bring. Each download holds a credit until its item
     is settled (or ends without a settle); a step starts with one per worker (as
     many downloads as when each worker settled its own item before the next),
-    and every commit adds one. So a store that refuses the first commits (a full
-    disk, a failing bucket: they halt the step) sees no download start before
-    the halt is known, as before; a store that takes them lets the downloads get
-    as far ahead as the claimed batch. Tokens in a SimpleQueue, as `_Turns`.
+    and every commit adds one, up to `ceiling`. So a store that refuses the first
+    commits (a full disk, a failing bucket: they halt the step) sees no download
+    start before the halt is known, as before; a store that takes them lets the
+    downloads get `ceiling` items ahead. Without the ceiling that was the claimed
+    batch: about (512 + workers) / 2 bodies of up to 256 KiB held at once.
+    Tokens in a SimpleQueue, as `_Turns`.
+
+    `close` ends the step's waits: a download waiting for a credit that only a
+    settle would give back, when the pool skips the settles not started (the
+    consumer stopped: a failed ledger write, Ctrl-C), would otherwise wait, and
+    the pool's join with it, forever.
     """
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, ceiling: int) -> None:
         self._credits: queue.SimpleQueue[None] = queue.SimpleQueue()
         for _ in range(workers):
             self._credits.put(None)
+        self._more = max(0, ceiling - workers)  # credits commits may still add
+        self._added = itertools.count()  # next() is atomic: the settle threads share it
+        self._closed = False
 
-    def take(self) -> None:
+    def take(self) -> bool:
+        """Wait for a credit; False once the step is closing (download nothing more)."""
         self._credits.get()
+        if self._closed:
+            self._credits.put(None)  # passed on: every download still waiting wakes and stops
+            return False
+        return True
 
     def give_back(self, *, committed: bool) -> None:
         self._credits.put(None)
-        if committed:
+        if committed and next(self._added) < self._more:
             self._credits.put(None)
+
+    def close(self) -> None:
+        self._closed = True
+        self._credits.put(None)
+
+
+class _StepEnding(Exception):
+    """A download not started because the step is ending (`_RunAhead.close`): nobody reads its outcome."""
 
 
 class _Turns:

@@ -12,6 +12,8 @@ BYTES_COMMITTED = "bytes_committed"
 
 @dataclass
 class FailedItem:
+    """One failed item as a report lists it (the first 50 of a stage)."""
+
     canonical_url: str
     error_class: str
     message: str
@@ -20,6 +22,8 @@ class FailedItem:
 
 @dataclass
 class StageReport:
+    """What one stage did to one partition: counts, bytes, durations and the failures."""
+
     stage: str
     new: int = 0
     skipped: int = 0

@@ -86,6 +86,8 @@ class LedgerOpening(Future):
 
 @dataclass
 class Runtime:
+    """What the stages of one process share: configuration, ledger, store, HTTP, adapters and policies."""
+
     config: CrawlConfig
     # The ledger, or its opening (LedgerOpening, started or not): `ledger` waits for it.
     _ledger: "Ledger | Future[Ledger]"
@@ -102,6 +104,7 @@ class Runtime:
     _build_lock: threading.Lock = field(default_factory=threading.Lock)
     _budget: object = None
     _answer_keeper: object = None
+    _response_hooks: dict = field(default_factory=dict)  # platform -> its response hook or None
 
     @classmethod
     def from_config(cls, config: CrawlConfig, *, ledger: "Ledger | Future[Ledger] | None" = None,
@@ -228,17 +231,24 @@ class Runtime:
                 self._answer_keeper = AnswerKeeper(self.ledger, store)
             return self._answer_keeper
 
-    @functools.cached_property
-    def _response_hooks(self) -> dict:
-        from media_crawler.platforms.registry import specs
+    def _response_hook(self, platform: str):
+        """The platform's response hook (`PlatformSpec.on_response`) or None, loaded at its
+        first answer: a run imports the hooks of the platforms it asks, not every one's."""
+        try:
+            return self._response_hooks[platform]
+        except KeyError:
+            from media_crawler.platforms.registry import spec_for
 
-        return {name: spec.load("on_response") for name, spec in specs().items() if spec.on_response is not None}
+            spec = spec_for(platform)
+            hook = spec.load("on_response") if spec.on_response is not None else None
+            self._response_hooks[platform] = hook  # the same hook, whichever thread loads it
+            return hook
 
     def _heed_usage_headers(self, platform: str, response) -> None:
         """The platform's response hook (`PlatformSpec.on_response`), after every API answer:
         Facebook reports how close we are to its limits, and slows the shared budget
         before it starts refusing, not after."""
-        hook = self._response_hooks.get(platform)
+        hook = self._response_hook(platform)
         if hook is not None:
             hook(self.budget, platform, response)
 

@@ -109,7 +109,7 @@ class PolicedGet:
         response = ApiResponse(
             status=raw.status_code,
             headers=raw.headers,
-            text=body.decode(declared_charset(raw.headers), errors="replace"),
+            text=decoded_text(body, raw.headers),
             url=scrub_url(target.url),
         )
         if self.after_response is not None:
@@ -148,8 +148,11 @@ def with_params(url: str, params: Mapping[str, Any] | None) -> str:
 def read_bounded(chunks: Iterable[bytes], declared: str | None) -> bytes:
     """The body, refused past MAX_API_BODY_BYTES (an API page is JSON of some kilobytes;
     a feed that answers gigabytes must not take the worker's memory)."""
-    if declared and declared.strip().isdigit() and int(declared) > MAX_API_BODY_BYTES:
-        raise CrawlError(ErrorClass.TOO_LARGE, f"answer declares {declared} bytes, over {MAX_API_BODY_BYTES}")
+    length = (declared or "").strip()
+    # ASCII digits only: "²" is a digit to str.isdigit() but no number to int() (http.client
+    # and urllib3 ignore such a length, and so does this bound: the chunks are counted anyway).
+    if length.isascii() and length.isdigit() and int(length) > MAX_API_BODY_BYTES:
+        raise CrawlError(ErrorClass.TOO_LARGE, f"answer declares {length} bytes, over {MAX_API_BODY_BYTES}")
     pieces, size = [], 0
     for chunk in chunks:
         size += len(chunk)
@@ -172,6 +175,17 @@ def declared_charset(headers: Mapping[str, str]) -> str:
             except LookupError:
                 return "utf-8"
     return "utf-8"
+
+
+def decoded_text(body: bytes, headers: Mapping[str, str]) -> str:
+    """The body as text in its declared charset (`declared_charset`), else as UTF-8: a
+    codec Python knows may be no text encoding (base64, zlib, hex: LookupError) or fail
+    even with errors replaced (idna, undefined; punycode on non-ASCII bytes: UnicodeError),
+    and a server's Content-Type must not end the walk with a traceback."""
+    try:
+        return body.decode(declared_charset(headers), errors="replace")
+    except (LookupError, UnicodeError):
+        return body.decode("utf-8", errors="replace")
 
 
 def cookie_values(headers: Mapping[str, str] | None) -> list[str]:

@@ -18,6 +18,8 @@ from media_crawler.platform_spec import PlatformSettings
 
 @dataclass(frozen=True)
 class ApiResponse:
+    """An API answer as an adapter reads it: status, headers, the decoded text and its URL."""
+
     status: int
     headers: Mapping[str, str]
     text: str

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import re
-from importlib.metadata import Distribution, EntryPoint, distributions
+import sys
+from importlib.machinery import PathFinder
 from typing import TYPE_CHECKING, Any, Mapping
 
 from media_crawler.models import Source
@@ -24,6 +26,8 @@ from media_crawler.platform_spec import PlatformSpec
 from media_crawler.scrub import register_signature_params
 
 if TYPE_CHECKING:
+    from importlib.metadata import Distribution, EntryPoint
+
     from media_crawler.platforms.base import ApiTransport, PlatformAdapter
     from media_crawler.platform_spec import PlatformSettings
 
@@ -78,7 +82,14 @@ def plugin_entry_points() -> list[EntryPoint]:
     file is parsed only when the group's name is in its text: a file without that
     text has no entry of the group. Distributions are taken as the standard library
     takes them: in sys.path order, the first of a name only (a shadowed copy never counts).
+    And when no file names the group (no plug-in installed, the usual case), importlib.metadata
+    is not even imported (`_group_may_be_named`): its import and its walk over every
+    distribution were a fifth of the instructions before fetch-urls' first request.
     """
+    if not _group_may_be_named():
+        return []
+    from importlib.metadata import distributions
+
     points: list[EntryPoint] = []
     names: set[str] = set()
     for dist in distributions():
@@ -90,6 +101,38 @@ def plugin_entry_points() -> list[EntryPoint]:
         if text and ENTRY_POINT_GROUP in text:
             points.extend(dist.entry_points.select(group=ENTRY_POINT_GROUP))
     return points
+
+
+def _group_may_be_named() -> bool:
+    """False only when no distribution importlib.metadata could find declares an entry
+    point of the group: no `entry_points.txt` naming it in any `*.dist-info` or
+    `*.egg-info` folder (or an `.egg`'s EGG-INFO) of a sys.path folder, the places the
+    standard library's finder looks. A path entry that is not a folder (a zip) or a
+    distribution finder of another kind on sys.meta_path: True, the full look decides."""
+    if any(getattr(finder, "find_distributions", None) is not None and finder is not PathFinder
+           for finder in sys.meta_path):
+        return True
+    for entry in sys.path:
+        folder = str(entry) or "."
+        try:
+            children = os.listdir(folder)
+        except NotADirectoryError:
+            return True  # a zip file (importlib.metadata reads those too)
+        except OSError:
+            continue  # missing or unreadable: nothing importlib.metadata would find either
+        egg = folder.lower().endswith(".egg")
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")) or egg and low == "egg-info":
+                try:
+                    with open(os.path.join(folder, child, "entry_points.txt"), encoding="utf-8") as file:
+                        if ENTRY_POINT_GROUP in file.read():
+                            return True
+                except OSError:  # no entry points (or an egg-info file, not a folder)
+                    continue
+                except UnicodeDecodeError:
+                    return True  # the standard library would fail on it: let it say so
+    return False
 
 
 def _normalized_name(dist: Distribution) -> str:

@@ -11,8 +11,8 @@ import functools
 import json
 import operator
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Union
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Sequence, Union
 
 from sqlalchemy import bindparam, func, select, update
 
@@ -94,7 +94,7 @@ def where_sources(query, source_key: SourceScope):
 
 # The columns a Task is made of, in the order of its fields: the stages' queries select
 # these and no others (a claim read all 45 columns of each row for 22 of them).
-TASK_FIELDS = tuple(field.name for field in dataclasses.fields(Task))
+TASK_FIELDS = tuple(task_field.name for task_field in dataclasses.fields(Task))
 TASK_COLUMNS = tuple(T.c[name] for name in TASK_FIELDS)
 _BACKUP_URLS, _META = TASK_FIELDS.index("backup_urls"), TASK_FIELDS.index("meta")
 
@@ -116,12 +116,26 @@ def task_from_row(row: Any) -> Task:
     return task
 
 
+class DiscoveredRow(NamedTuple):
+    """A listed item's row as its discovery batch left it: what the item's fetch line says."""
+
+    id: int
+    state: str
+    attempts: int
+    discovered_at: float | None
+    queued_at: float | None
+
+
 @dataclass
 class DiscoverySummary:
     new: int = 0
     skipped_seen: int = 0  # already committed or gone: the seen-set held them
     in_progress: int = 0  # known and not finished: left for the later stages
     requeued: int = 0  # failed before; this run tries them again
+    # (platform, item_id, variant) -> the row as this batch's transaction left it, so the
+    # fetch lines need no read after it. A listed identity is missing when a concurrent
+    # run inserted it first: this transaction never saw that row.
+    rows: dict[tuple[str, str, str], DiscoveredRow] = field(default_factory=dict)
 
 
 class Ledger:
@@ -154,8 +168,7 @@ class Ledger:
                     else:
                         fresh[key] = record
                     continue
-                row_id, state = row
-                if state in FINISHED_STATES:
+                if row.state in FINISHED_STATES:
                     summary.skipped_seen += 1
                     continue
                 values: dict[str, Any] = {
@@ -163,16 +176,18 @@ class Ledger:
                     "backup_urls": mask_secrets(json.dumps(list(record.backup_urls))),
                     "resolved_at": now, "updated_at": now,
                 }
-                if state in (FAILED, RETRY_WAIT):
+                if row.state in (FAILED, RETRY_WAIT):
                     # A new run of the partition gives failed items a fresh budget.
                     values.update(state=DISCOVERED, attempts=0, next_attempt_at=None, queued_at=now)
                     summary.requeued += 1
-                    existing[key] = (row_id, DISCOVERED)  # listed twice: the second is in progress
+                    # As the update leaves it (listed twice: the second is in progress).
+                    existing[key] = row._replace(state=DISCOVERED, attempts=0, queued_at=now)
                 else:
                     summary.in_progress += 1
-                updates.append((row_id, None, values))
+                updates.append((row.id, None, values))
             rows = []
-            for key, record in fresh.items():
+            for key in sorted(fresh):  # new rows in identity order: their locks, below
+                record = fresh[key]
                 columns = _record_columns(record)
                 if key in latest_url:
                     later = latest_url[key]
@@ -181,11 +196,13 @@ class Ledger:
                 rows.append(_new_row(columns, source_key=source_key, day=day, run_id=run_id, now=now))
             # Row locks in one order: the rows to refresh by id, the new ones by identity.
             lock_ids_in_order(conn, T, (row_id for row_id, _owner, _values in updates))
-            rows.sort(key=lambda row: (row["platform"], row["item_id"], row["variant"]))
             inserted = _insert_absent(conn, rows)
             summary.new += len(inserted)
             summary.in_progress += len(rows) - len(inserted)  # a concurrent run inserted them first
             _update_many(conn, updates, now)
+        for key, row_id in inserted.items():
+            existing[key] = DiscoveredRow(row_id, DISCOVERED, 0, now, now)
+        summary.rows = existing
         return summary
 
     def insert_if_absent(
@@ -311,15 +328,20 @@ def _record_columns(record: MediaRecord) -> dict[str, Any]:
     columns = {
         "platform": record.platform, "item_id": record.item_id, "variant": record.variant, "kind": record.kind,
         "canonical_url": scrub_url(record.canonical_url), "media_url": record.media_url and mask_secrets(record.media_url),
-        "backup_urls": json.dumps(list(record.backup_urls)), "group_key": record.group,
-        "resolve_ref": record.resolve_ref, "published_at": iso_utc(record.published_at),
-        "meta": json.dumps(dict(record.meta), ensure_ascii=False, default=str),
+        "backup_urls": json.dumps(list(record.backup_urls)) if record.backup_urls else "[]",
+        "group_key": record.group, "resolve_ref": record.resolve_ref, "published_at": iso_utc(record.published_at),
+        "meta": _meta_json(dict(record.meta)),
         "expected_sha256": record.expected_sha256, "expected_size": record.expected_size,
     }
     for name in ("item_id", "variant", "backup_urls", "group_key", "resolve_ref", "meta"):
         if columns[name]:
             columns[name] = mask_secrets(columns[name])
     return columns
+
+
+# json.dumps(meta, ensure_ascii=False, default=str) without building an encoder per row
+# (json.dumps makes a new one whenever an option differs from its defaults).
+_meta_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def _identity(record: MediaRecord) -> tuple[str, str, str]:
@@ -334,42 +356,99 @@ def _new_row(columns: dict[str, Any], *, source_key: str, day: str, run_id: str 
 _LOOKUP_CHUNK = 500  # item ids per IN (...): far below every database's parameter limit
 
 
-def _existing_rows(conn, records: Sequence[MediaRecord]) -> dict[tuple[str, str, str], tuple[int, str]]:
-    """(platform, item_id, variant) -> (id, state) for the records the ledger already holds."""
+def _existing_rows(conn, records: Sequence[MediaRecord]) -> dict[tuple[str, str, str], DiscoveredRow]:
+    """(platform, item_id, variant) -> its row, for the records the ledger already holds.
+
+    Read with the driver's own execute (_insert_absent says why): SQLAlchemy rendered and
+    coerced each id of the IN list in Python, a quarter of a fresh batch's ledger time."""
     wanted: dict[str, set[str]] = {}
     for record in records:
         wanted.setdefault(record.platform, set()).add(record.item_id)
-    found: dict[tuple[str, str, str], tuple[int, str]] = {}
-    for platform, item_ids in wanted.items():
-        ids = sorted(item_ids)
-        for start in range(0, len(ids), _LOOKUP_CHUNK):
-            query = select(T.c.id, T.c.state, T.c.item_id, T.c.variant).where(
-                T.c.platform == platform, T.c.item_id.in_(ids[start:start + _LOOKUP_CHUNK]))
-            for row in conn.execute(query):
-                found[(platform, row.item_id, row.variant)] = (row.id, row.state)
+    found: dict[tuple[str, str, str], DiscoveredRow] = {}
+    cursor = conn.connection.cursor()
+    try:
+        for platform, item_ids in wanted.items():
+            ids = sorted(item_ids)
+            for start in range(0, len(ids), _LOOKUP_CHUNK):
+                chunk = ids[start:start + _LOOKUP_CHUNK]
+                cursor.execute(_lookup_sql(conn.dialect, len(chunk)), [platform, *chunk])
+                for row_id, state, attempts, discovered_at, queued_at, item_id, variant in cursor.fetchall():
+                    found[(platform, item_id, variant)] = DiscoveredRow(row_id, state, attempts, discovered_at,
+                                                                        queued_at)
+    finally:
+        cursor.close()
     return found
 
 
-def _insert_absent(conn, rows: Sequence[Mapping[str, Any]]) -> set[tuple[str, str, str]]:
-    """INSERT ... ON CONFLICT (identity) DO NOTHING for many rows; the identities inserted."""
+@functools.lru_cache(maxsize=64)
+def _lookup_sql(dialect, ids: int) -> str:
+    """The SELECT of _existing_rows for one platform and `ids` item ids."""
+    quote = dialect.identifier_preparer.quote
+    mark = _placeholder(dialect)
+    names = ("id", "state", "attempts", "discovered_at", "queued_at", "item_id", "variant")
+    return (f"SELECT {', '.join(quote(name) for name in names)} FROM {quote(T.name)} "
+            f"WHERE {quote('platform')} = {mark} AND {quote('item_id')} IN ({', '.join([mark] * ids)})")
+
+
+# The ledger's identity: its unique key, what insert-if-absent conflicts on.
+IDENTITY_COLUMNS = ("platform", "item_id", "variant")
+# DB-API placeholders by paramstyle: psycopg2 (pyformat) takes `%s` with a sequence too.
+_PLACEHOLDER = {"qmark": "?", "format": "%s", "pyformat": "%s"}
+
+
+def _placeholder(dialect) -> str:
+    """The positional parameter marker of the ledger's driver (SQLite's or psycopg2)."""
+    if dialect.name not in ("postgresql", "sqlite") or dialect.paramstyle not in _PLACEHOLDER:
+        raise NotImplementedError(f"the ledger's raw statements are written for SQLite and PostgreSQL, "
+                                  f"not {dialect.name} ({dialect.paramstyle})")
+    return _PLACEHOLDER[dialect.paramstyle]
+
+
+def _insert_absent(conn, rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], int]:
+    """INSERT ... ON CONFLICT (identity) DO NOTHING for many rows; identity -> row id of
+    those really inserted (RETURNING gives only them: a row a concurrent transaction
+    inserted first is left exactly as it is).
+
+    Multi-row VALUES statements sent with the driver's own execute on the transaction's
+    connection: SQLAlchemy's executemany ("insertmanyvalues") processed every parameter
+    of every row in Python again, half of discovery's ledger time, for values (numbers,
+    strings, None) that need no processing. SQLite (3.35+, RETURNING) and PostgreSQL
+    read the same statement."""
     if not rows:
-        return set()
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    elif conn.dialect.name == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    else:
-        raise NotImplementedError(f"insert-if-absent is written for SQLite and PostgreSQL, not {conn.dialect.name}")
-    inserted: set[tuple[str, str, str]] = set()
-    columns = sorted({name for row in rows for name in row})
-    stmt = (dialect_insert(T).on_conflict_do_nothing(index_elements=["platform", "item_id", "variant"])
-            .returning(T.c.platform, T.c.item_id, T.c.variant))
-    # executemany with RETURNING: SQLAlchemy batches it into multi-row VALUES
-    # ("insertmanyvalues"), and only rows that were really inserted come back.
-    result = conn.execute(stmt, [{name: row.get(name) for name in columns} for row in rows])
-    for platform, item_id, variant in result:
-        inserted.add((platform, item_id, variant))
+        return {}
+    dialect = conn.dialect
+    columns = tuple(sorted(set().union(*rows)))
+    # Rows per statement: within the driver's parameter limit (999 on an old SQLite).
+    per_statement = max(1, min(dialect.insertmanyvalues_page_size,
+                               dialect.insertmanyvalues_max_parameters // len(columns)))
+    pick = operator.itemgetter(*columns)  # a tuple: a row has three columns at least (its identity)
+    inserted: dict[tuple[str, str, str], int] = {}
+    cursor = conn.connection.cursor()
+    try:
+        for start in range(0, len(rows), per_statement):
+            chunk = rows[start:start + per_statement]
+            params: list[Any] = []
+            for row in chunk:
+                # A row with every column (its keys are among them) is read in C; another
+                # gets None for the columns it lacks.
+                params += pick(row) if len(row) == len(columns) else [row.get(name) for name in columns]
+            cursor.execute(_insert_sql(dialect, columns, len(chunk)), params)
+            for row_id, platform, item_id, variant in cursor.fetchall():
+                inserted[(platform, item_id, variant)] = row_id
+    finally:
+        cursor.close()
     return inserted
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_sql(dialect, columns: tuple[str, ...], rows: int) -> str:
+    """The INSERT of `rows` rows of `columns`, absent ones only, returning (id, identity)."""
+    quote = dialect.identifier_preparer.quote
+    group = "(" + ", ".join([_placeholder(dialect)] * len(columns)) + ")"
+    return (f"INSERT INTO {quote(T.name)} ({', '.join(quote(name) for name in columns)}) "
+            f"VALUES {', '.join([group] * rows)} "
+            f"ON CONFLICT ({', '.join(quote(name) for name in IDENTITY_COLUMNS)}) DO NOTHING "
+            f"RETURNING {', '.join(quote(name) for name in ('id', *IDENTITY_COLUMNS))}")
 
 
 def _update_many(conn, changes: Sequence[tuple[int, str | None, Mapping[str, Any]]], now: float) -> int:

@@ -7,7 +7,9 @@ in the ledger's own opening thread (pipeline/runtime.py `LedgerOpening`, started
 feed request goes out), never in the thread that sends the request; Dagster, Pillow, the
 simulator, yaml, the download engine and the verifiers are not loaded at all, nor is
 requests (with the character-set guessers it imports): the feed goes over urllib3
-(platforms/plain_transport.py, the urls spec's `plain_api`).
+(platforms/plain_transport.py, the urls spec's `plain_api`). Nor are other platforms'
+response hooks (the whole run never loads Facebook's: `test_a_whole_list_is_fetched_without_requests`)
+or SQLAlchemy's PostgreSQL dialect (the ledger is SQLite).
 """
 from __future__ import annotations
 
@@ -51,7 +53,11 @@ NOT_YET = ("dagster", "PIL", "media_crawler_sim", "yaml", "multiprocessing",
            "media_crawler.pipeline.download", "media_crawler.pipeline.list_downloads",
            "media_crawler.download.fetcher", "media_crawler.verify",
            "requests", "chardet", "charset_normalizer", "media_crawler.sessions",
-           "media_crawler.platforms.transport")
+           "media_crawler.platforms.transport",
+           # Not by a URL list at all: another platform's response hook (Runtime._response_hook),
+           # and, for a SQLite ledger, SQLAlchemy's PostgreSQL dialect (schema.PARTIAL_INDEXES;
+           # test_migrations.py checks the ledger's whole opening in a process of its own).
+           "media_crawler.platforms.facebook.usage", "sqlalchemy.dialects.postgresql")
 # Loaded by then only in the ledger's opening thread, if at all.
 OPENING_ONLY = ("sqlalchemy", "media_crawler.store.ledger")
 
@@ -108,6 +114,8 @@ def test_the_feed_request_goes_out_before_the_heavy_imports(tmp_path, feed_serve
 WITHOUT_REQUESTS = """
 import sys
 sys.modules["requests"] = None
+# Nor Facebook's response hook, anywhere in the run: a URL list has none (Runtime._response_hook).
+sys.modules["media_crawler.platforms.facebook.usage"] = None
 from media_crawler.cli import console_main
 console_main()
 """

@@ -22,3 +22,13 @@ def test_the_environment_is_read_with_no_proxy(monkeypatch):
     assert environment_proxy("https://cdn.example.org/a.jpg") == "http://proxy.internal:3128"
     assert environment_proxy("http://localhost:8080/a.jpg") is None
     assert environment_proxy("https://media.internal.example/a.jpg") is None
+
+
+def test_a_proxy_named_without_a_scheme_is_an_http_one(monkeypatch):
+    """As curl and requests read HTTP_PROXY=host:port (urllib3 would take "proxy.internal" for a scheme)."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "NO_PROXY", "ALL_PROXY", "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "proxy.internal:3128")
+    assert environment_proxy("https://cdn.example.org/a.jpg") == "http://proxy.internal:3128"
+    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.internal:3129")
+    assert environment_proxy("https://cdn.example.org/a.jpg") == "https://proxy.internal:3129"

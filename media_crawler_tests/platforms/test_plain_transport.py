@@ -13,6 +13,7 @@ from media_crawler.net.policy import UrlPolicy
 from media_crawler.platforms import api_get
 from media_crawler.platforms.plain_transport import PlainTransport
 from media_crawler_tests.download.httpserver import Reply, ScriptedServer
+from media_crawler_tests.download.test_kept_alive import tls_server  # noqa: F401 - a fixture
 
 
 @pytest.fixture
@@ -91,3 +92,90 @@ def test_a_stalled_body_is_a_network_timeout(server):
     with pytest.raises(CrawlError) as caught:
         transport.get("urls", server.url("/stall.json"))
     assert caught.value.error_class == ErrorClass.NETWORK_TIMEOUT
+
+
+def test_a_charset_that_names_no_text_encoding_is_read_as_utf8(server):
+    """Python knows these names, but not as text encodings (base64, zlib, hex: bytes.decode
+    raises LookupError) or not with errors replaced (idna, undefined, and punycode on
+    non-ASCII bytes: UnicodeError). A feed that declares one is read as UTF-8, as one naming
+    an unknown charset, not a traceback."""
+    transport = transport_for(server)
+    for charset in ("base64", "zlib", "hex", "idna", "undefined", "punycode"):
+        server.route(f"/{charset}.json", Reply('{"n": "é"}'.encode(), content_type=f"application/json; charset={charset}"))
+        assert transport.get("urls", server.url(f"/{charset}.json")).json() == {"n": "é"}, charset
+
+
+def test_a_content_length_in_other_digits_is_no_declared_size(server):
+    """"²" is a digit to str.isdigit() but no number to int(): http.client and urllib3 ignore
+    such a Content-Length and read the body to the connection's end; so does the bound."""
+    server.route("/feed.json", Reply(b'{"items": []}', content_type="application/json", send_length=False,
+                                     headers={"Content-Length": "\u00b2"}))
+    assert transport_for(server).get("urls", server.url("/feed.json")).json() == {"items": []}
+
+
+def test_a_gzip_bomb_is_refused_without_inflating_it_whole(server, monkeypatch):
+    """64 MiB of spaces in some 64 KB of gzip: refused past the limit, and never inflated more
+    than a chunk at a time (urllib3 before 2.6 inflated each raw read whole: one 64 KiB read
+    of this is the whole 64 MiB; pyproject.toml's floor keeps such a urllib3 out)."""
+    import tracemalloc
+
+    monkeypatch.setattr(api_get, "MAX_API_BODY_BYTES", 1024**2)
+    bomb = gzip.compress(b" " * (64 * 1024**2), compresslevel=9)
+    server.route("/bomb.json", Reply(bomb, content_type="application/json", headers={"Content-Encoding": "gzip"}))
+    transport = transport_for(server)
+    tracemalloc.start()
+    try:
+        with pytest.raises(CrawlError) as caught:
+            transport.get("urls", server.url("/bomb.json"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.error_class == ErrorClass.TOO_LARGE
+    assert peak < 8 * 1024**2, f"{peak} bytes allocated at the peak"
+
+
+def test_through_a_proxy_a_name_resolving_to_an_internal_address_is_refused_before_sending(server, monkeypatch):
+    """The proxy (the scripted server: it answers an absolute-form GET by its path) is the
+    connection's peer, so the feed's host is resolved and judged before anything is sent:
+    `vm` is 127.0.0.1 in /etc/hosts, which no entry lists. A name the proxy alone can
+    resolve goes through it."""
+    if "vm" not in open("/etc/hosts").read().split():
+        pytest.skip("needs a host name that /etc/hosts maps to 127.0.0.1")
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "NO_PROXY", "ALL_PROXY", "HTTPS_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
+    server.route("/feed.json", Reply(b'{"items": []}', content_type="application/json"))
+    transport = PlainTransport(MediaTransport(2), policy_for=lambda _platform: UrlPolicy.from_entries(["*"]))
+    with pytest.raises(CrawlError) as caught:
+        transport.get("urls", "http://vm:8080/feed.json")
+    assert caught.value.error_class == ErrorClass.DISALLOWED_URL
+    assert server.requests_to("/feed.json") == []
+    assert transport.get("urls", "http://feed.invalid/feed.json").json() == {"items": []}
+    (request,) = server.requests_to("/feed.json")
+
+
+def test_a_proxy_named_without_its_scheme_is_an_http_one(server, monkeypatch):
+    """HTTP_PROXY=host:port, as curl and requests read it: http:// (urllib3 alone refuses it)."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "NO_PROXY", "ALL_PROXY", "HTTPS_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"127.0.0.1:{server.port}")
+    server.route("/feed.json", Reply(b'{"items": []}', content_type="application/json"))
+    transport = PlainTransport(MediaTransport(2), policy_for=lambda _platform: UrlPolicy.from_entries(["*"]))
+    assert transport.get("urls", "http://feed.invalid/feed.json").json() == {"items": []}
+
+
+def test_the_feed_over_tls_is_verified_against_the_ca_bundle(tls_server, monkeypatch):
+    """The test's CA, named by REQUESTS_CA_BUNDLE, is trusted; without it (certifi's bundle)
+    the same server is refused, in one line that keeps the URL's token out."""
+    tls_server.route("/feed.json", Reply(b'{"items": []}', content_type="application/json"))
+    url = f"https://127.0.0.1:{tls_server.port}/feed.json?token=s3cr3t-value"
+    policy = UrlPolicy.from_entries([f"127.0.0.1:{tls_server.port}"])
+    assert PlainTransport(MediaTransport(2), policy_for=lambda _platform: policy).get("urls", url).json() == {"items": []}
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    with pytest.raises(CrawlError) as caught:
+        PlainTransport(MediaTransport(2), policy_for=lambda _platform: policy).get("urls", url)
+    assert caught.value.error_class == ErrorClass.CONNECTION_RESET
+    assert "CERTIFICATE_VERIFY_FAILED" in caught.value.message
+    assert "\n" not in caught.value.message and "s3cr3t" not in caught.value.message
+    assert len(tls_server.requests_to("/feed.json")) == 1  # nothing was sent to the untrusted server

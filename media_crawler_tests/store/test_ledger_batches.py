@@ -65,6 +65,27 @@ def test_record_discovered_counts_a_large_mixed_batch_like_one_row_at_a_time(led
     assert by_item["id0"].state == COMMITTED and by_item["id1"].state == GONE
 
 
+def test_record_discovered_gives_every_listed_row_as_a_read_after_its_batch_would(ledger):
+    """discover's fetch lines take the rows from the summary instead of reading them again."""
+    from media_crawler.store.reports.reads import rows_by_identity
+
+    def as_read(summary):
+        return {(item_id, variant): row for (_platform, item_id, variant), row in summary.rows.items()}
+
+    ids = [f"id{n}" for n in range(5)]
+    first = ledger.record_discovered([record(n) for n in range(3)], source_key="s", day="d")
+    assert as_read(first) == rows_by_identity(ledger, "urls", ids)
+    by_item = {t.item_id: t for t in ledger.tasks()}
+    ledger.apply([(by_item["id0"].id, None, columns(state=COMMITTED)),
+                  (by_item["id1"].id, None, FailedAttempt(CrawlError(ErrorClass.HTTP_5XX, "boom"), 5, None))])
+    # Seen, requeued, in progress, new, and new listed twice in the batch.
+    again = ledger.record_discovered([record(0), record(1), record(2), record(3), record(4), record(4)],
+                                     source_key="s", day="d")
+    assert as_read(again) == rows_by_identity(ledger, "urls", ids)
+    assert [as_read(again)[(f"id{n}", "file")].state for n in range(5)] == [COMMITTED] + [DISCOVERED] * 4
+    assert as_read(again)[("id1", "file")].attempts == 0
+
+
 def test_apply_writes_many_shapes_in_order_and_respects_lease_owners(ledger):
     ledger.record_discovered([record(n) for n in range(10)], source_key="s", day="d")
     mine = claim_downloads(ledger, source_key="s", day="d", lease=Lease("a", 60), limit=6)

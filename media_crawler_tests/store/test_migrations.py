@@ -4,10 +4,12 @@ the indexes version 2 added instead of reading every row."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import time
 
 import pytest
-from sqlalchemy import create_engine, event, inspect, select, text
+from sqlalchemy import create_engine, create_mock_engine, event, inspect, select, text
 
 from media_crawler.store import schema
 from media_crawler.store.database import dispose_engines, get_engine, migrate
@@ -231,4 +233,53 @@ def test_a_version_8_ledger_gets_the_answer_release_marks(tmp_path):
         conn.execute(marks.insert().values(sha256="a" * 64, pending=0, marked_at=0.0))
         assert [row.id for row in conn.execute(marks.select())] == [2]
     assert [task.item_id for task in Ledger(url).tasks()] == [record(1).item_id]
+    dispose_engines()
+
+
+def test_the_partial_indexes_get_their_predicate_on_both_databases(tmp_path):
+    """The predicates are given as an index is created (schema.PARTIAL_INDEXES), so a SQLite
+    ledger opens without SQLAlchemy's PostgreSQL dialect (issue 31's start-up) and each
+    database still gets its WHERE."""
+    url = f"sqlite:///{tmp_path / 'partial.db'}"
+    opened = subprocess.run([sys.executable, "-c", (
+        "import sys\nfrom media_crawler.store.ledger import Ledger\n"
+        f"Ledger({url!r})\n"
+        "print(sorted(name for name in sys.modules if name.startswith('sqlalchemy.dialects.postgresql')))")],
+        capture_output=True, text=True, timeout=120)
+    assert opened.returncode == 0, opened.stderr
+    assert opened.stdout.strip() == "[]"
+    with create_engine(url).connect() as conn:
+        made = dict(conn.exec_driver_sql("SELECT name, sql FROM sqlite_master WHERE type = 'index'").all())
+    statements: list[str] = []
+    postgresql = create_mock_engine("postgresql://", lambda ddl, *args, **kw: statements.append(
+        str(ddl.compile(dialect=postgresql.dialect))))
+    schema.metadata.create_all(postgresql, checkfirst=False)
+    for name, predicate in schema.PARTIAL_INDEXES.items():
+        assert made[name].endswith(f"WHERE {predicate}")
+        [created] = [sql for sql in statements if f"INDEX {name} " in sql]
+        assert created.strip().endswith(f"WHERE {predicate}")
+
+
+def test_a_new_ledger_made_at_once_has_the_schema_the_steps_make(tmp_path):
+    """A new ledger is created at the latest version in one go (database._create_latest):
+    the same tables, columns and indexes as version 1 brought up step by step."""
+    from media_crawler.store.database import MIGRATIONS
+
+    stepped = create_engine(f"sqlite:///{tmp_path / 'stepped.db'}")
+    with stepped.begin() as conn:
+        schema.schema_version.create(conn)
+        for version in range(1, schema.SCHEMA_VERSION + 1):
+            MIGRATIONS[version](conn)
+    at_once = get_engine(f"sqlite:///{tmp_path / 'at_once.db'}")
+    assert migrate(at_once) == schema.SCHEMA_VERSION
+
+    def described(engine) -> set:
+        with engine.connect() as conn:
+            return set(conn.exec_driver_sql("SELECT type, name, tbl_name, sql FROM sqlite_master").all())
+
+    assert described(at_once) == described(stepped)
+    with at_once.connect() as conn:
+        versions = conn.execute(select(schema.schema_version.c.version).order_by(schema.schema_version.c.version))
+        assert [row[0] for row in versions] == list(range(1, schema.SCHEMA_VERSION + 1))
+    stepped.dispose()
     dispose_engines()

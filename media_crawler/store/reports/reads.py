@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator
 
 from sqlalchemy import func, select, text
 
-from media_crawler.store.ledger import COMMITTED, FAILED, GONE, RETRY_WAIT, Ledger, T
+from media_crawler.store.ledger import COMMITTED, FAILED, GONE, RETRY_WAIT, DiscoveredRow, Ledger, T
 from media_crawler.store.schema import UNFINISHED_PREDICATE
 from media_crawler.store.time_pages import rows_by_time
 
@@ -127,17 +127,9 @@ def failure_counts_by_class(ledger: Ledger) -> list[tuple[str | None, int]]:
         return [tuple(row) for row in conn.execute(query)]
 
 
-@dataclass(frozen=True)
-class DiscoveredRow:
-    id: int
-    state: str
-    attempts: int
-    discovered_at: float | None
-    queued_at: float | None
-
-
 def rows_by_identity(ledger: Ledger, platform: str, item_ids: Iterable[str]) -> dict[tuple[str, str], DiscoveredRow]:
-    """(item_id, variant) -> the row, for the platform's rows of these items (every variant)."""
+    """(item_id, variant) -> the row, for the platform's rows of these items (every variant):
+    discovery's fetch lines read here the rows a concurrent run inserted before its batch."""
     query = select(T.c.id, T.c.item_id, T.c.variant, T.c.state, T.c.attempts, T.c.discovered_at, T.c.queued_at).where(
         T.c.platform == platform, T.c.item_id.in_(set(item_ids)))
     with ledger.engine.connect() as conn:
