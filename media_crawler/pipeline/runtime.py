@@ -98,6 +98,7 @@ class Runtime:
     download_threads: int = 8
     _adapters: dict[str, PlatformAdapter] = field(default_factory=dict)
     _policies: dict[tuple[str, str], UrlPolicy] = field(default_factory=dict)
+    _unknown_formats: dict[str, bool] = field(default_factory=dict)  # allows_unknown_formats, per platform
     # The budget and the answer keeper are built at their first use, maybe in the feed
     # threads of discover_sources at once: one of them builds each.
     _build_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -262,8 +263,14 @@ class Runtime:
 
     def allows_unknown_formats(self, platform: str) -> bool:
         """`platforms.<name>.allow_unknown_formats: true`: store bytes of no known media
-        format (never documents or executables) as octet-stream instead of refusing them."""
-        return self.config.settings_for(platform).options.get("allow_unknown_formats") is True
+        format (never documents or executables) as octet-stream instead of refusing them.
+        Read once per platform (asked at every verify; settings_for builds a default
+        PlatformSettings for a platform the configuration does not name)."""
+        allowed = self._unknown_formats.get(platform)
+        if allowed is None:
+            allowed = self._unknown_formats[platform] = \
+                self.config.settings_for(platform).options.get("allow_unknown_formats") is True
+        return allowed
 
     def media_policy(self, platform: str, source_ident: str | None = None) -> UrlPolicy:
         """Where media for this platform may be fetched from (checked on every redirect hop):

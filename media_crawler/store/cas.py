@@ -22,6 +22,7 @@ import re
 import stat
 import threading
 import time
+import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
@@ -45,9 +46,10 @@ class FilesystemBlobStore(BlobStore):
         self.staging = self.root / STAGING
         self._blobs_text = f"{self.blobs}{os.sep}"
         self._free_space = FreeSpace(self.root)
-        # Inside deferred_sync(): (folders whose entries changed, staged names to drop).
+        # Inside deferred_sync(): (folders whose entries changed, as text: a str hashes at
+        # once where a new Path first builds its text; staged names to drop).
         # Download threads commit concurrently (fetch-urls), so the pair is swapped under a lock.
-        self._deferred: tuple[set[Path], list[Path]] | None = None
+        self._deferred: tuple[set[str], list[Path]] | None = None
         self._deferred_lock = threading.Lock()
 
     @contextmanager
@@ -99,7 +101,9 @@ class FilesystemBlobStore(BlobStore):
         sha256 = sha256.lower()
         if not _SHA256_HEX.fullmatch(sha256):
             raise ValueError(f"not a sha256 hex digest: {sha256!r}")
-        return self.blobs.joinpath(sha256[:2], sha256[2:4], sha256)  # one join: a fifth of three `/`s
+        # Plain components (a checked hex digest): joined without pathlib's parse, a third
+        # of one joinpath (asked at every commit).
+        return _child(_child(_child(self.blobs, sha256[:2]), sha256[2:4]), sha256)
 
     def staging_path(self, name: str) -> Path:
         """Staging names come from ledger ids, never from URLs or titles."""
@@ -249,8 +253,8 @@ class FilesystemBlobStore(BlobStore):
         except OSError as exc:
             raise storage_error(exc, "commit") from exc
 
-    def _link_making_folders(self, staged: Path, target: Path) -> list[Path]:
-        """Link `staged` to `target`; return the folders whose entries changed, nearest first.
+    def _link_making_folders(self, staged: Path, target: Path) -> list[str]:
+        """Link `staged` to `target`; return the folders whose entries changed (as text), nearest first.
 
         The fan-out folders are made only when the link says one is missing.
         A new folder's name must then reach the disk too, not just the link:
@@ -259,13 +263,13 @@ class FilesystemBlobStore(BlobStore):
         """
         try:
             os.link(staged, target)
-            return [target.parent]
+            return [_folder_of(target)]
         except FileNotFoundError:
             if not staged.exists():
                 raise
         made_in = _make_folders(target.parent)
         os.link(staged, target)
-        return [target.parent, *reversed(made_in)]
+        return [_folder_of(target), *(str(folder) for folder in reversed(made_in))]
 
     @staticmethod
     def _already_stored(staged: Path, target: Path) -> StoredBlob:
@@ -304,20 +308,23 @@ def storage_error(exc: OSError, doing: str) -> CrawlError:
 def _make_folders(folder: Path) -> list[Path]:
     """Make `folder` and its missing parents; return the parent of each, outermost first.
 
-    A folder another writer made a moment ago (FileExistsError) counts as
-    made: its parent may not be synced yet, and the caller's ledger row must
-    not say committed before it is.
+    Called when a link said `folder` is missing, so its mkdir comes first, and a
+    parent is looked at only when that mkdir says the parent is missing too (with
+    tens of thousands of fan-out folders most small blobs make one: an exists()
+    per level cost more than the mkdir). A folder another writer made a moment ago
+    (FileExistsError) counts as made: its parent may not be synced yet, and the
+    caller's ledger row must not say committed before it is.
     """
-    missing = []
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    for path in reversed(missing):
-        try:
-            os.mkdir(path)
-        except FileExistsError:
-            pass
-    return [path.parent for path in reversed(missing)]
+    try:
+        os.mkdir(folder)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        made_in = _make_folders(folder.parent)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder)
+        return [*made_in, folder.parent]
+    return [folder.parent]
 
 
 def _same_file(path: Path, st: os.stat_result) -> bool:
@@ -336,14 +343,19 @@ def _fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def _sync_folders(root: Path, folders: set[Path]) -> None:
+def _folder_of(path: Path) -> str:
+    """The folder holding `path`, as text (from the text os.link made of `path` already)."""
+    return os.fspath(path).rpartition(os.sep)[0]
+
+
+def _sync_folders(root: Path, folders: set[str]) -> None:
     """Make the entries of `folders` durable: one syncfs(2) of the store's filesystem
     where Linux offers it (one call for a whole batch), else an fsync per folder."""
     if not folders:
         return
     if _syncfs(root):
         return
-    for folder in sorted(folders, key=lambda path: len(path.parts), reverse=True):  # nearest first
+    for folder in sorted(folders, key=lambda folder: folder.count(os.sep), reverse=True):  # nearest first
         _fsync_dir(folder)
 
 
@@ -368,7 +380,7 @@ def _libc():
         return None
 
 
-def _fsync_dir(path: Path) -> None:
+def _fsync_dir(path: str | os.PathLike) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

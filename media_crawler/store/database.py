@@ -156,6 +156,8 @@ def lock_rows_in_id_order(conn: Connection, table: Table, *where: ColumnElement[
 
 def lock_ids_in_order(conn: Connection, table: Table, ids: Iterable[int]) -> None:
     """`lock_rows_in_id_order` for rows known by id (nothing to do for none)."""
+    if conn.dialect.name != "postgresql":
+        return  # nothing to lock (above): not even the IN list to build, at every ledger batch
     wanted = sorted(set(ids))
     if wanted:
         lock_rows_in_id_order(conn, table, table.c.id.in_(wanted))

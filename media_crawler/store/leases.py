@@ -17,7 +17,8 @@ from sqlalchemy import and_, func, or_, select, update
 from media_crawler.store.database import lock_rows_in_id_order
 from media_crawler.models import Lease
 from media_crawler.store.ledger import (
-    CLAIM_LIMIT, DISCOVERED, DOWNLOADING, RETRY_WAIT, Ledger, SourceScope, T, Task, task_from_row, where_sources)
+    CLAIM_LIMIT, DISCOVERED, DOWNLOADING, RETRY_WAIT, TASK_COLUMNS, Ledger, SourceScope, T, Task, task_from_row,
+    where_sources)
 
 _CHUNK = 500  # ids per IN (...) list: far below SQLite's variable limit
 # A verify or commit lease's length; its holder's keeper (pipeline/leases.py) renews it a third of the way in.
@@ -83,7 +84,7 @@ def claim_downloads(
              and_(T.c.state == RETRY_WAIT, or_(T.c.next_attempt_at.is_(None), T.c.next_attempt_at <= now))
              if not ignore_backoff else T.c.state == RETRY_WAIT]
     ready.append(and_(T.c.state == DOWNLOADING, T.c.lease_expires_at < now))
-    query = where_sources(select(T).where(or_(*ready)), source_key)
+    query = where_sources(select(*TASK_COLUMNS).where(or_(*ready)), source_key)
     if day is not None:
         query = query.where(T.c.day == day)
     if shard is not None:
@@ -98,7 +99,7 @@ def claim_downloads(
         rows = conn.execute(query).fetchall()
         if not rows:
             return []
-        ids = [row.id for row in rows]
+        ids = [row[0] for row in rows]  # TASK_COLUMNS begin with the id
         conn.execute(update(T).where(T.c.id.in_(ids)).values(
             state=DOWNLOADING, lease_owner=lease.owner, lease_expires_at=now + lease.seconds, claimed_at=now,
             run_id=lease.run_id, updated_at=now,

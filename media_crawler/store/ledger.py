@@ -6,12 +6,13 @@ transaction per batch of items, never one commit per file.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import operator
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Sequence, Union
 
 from sqlalchemy import bindparam, func, select, update
 
@@ -91,15 +92,28 @@ def where_sources(query, source_key: SourceScope):
     return query.where(T.c.source_key.in_(list(source_key)))
 
 
+# The columns a Task is made of, in the order of its fields: the stages' queries select
+# these and no others (a claim read all 45 columns of each row for 22 of them).
+TASK_FIELDS = tuple(task_field.name for task_field in dataclasses.fields(Task))
+TASK_COLUMNS = tuple(T.c[name] for name in TASK_FIELDS)
+_BACKUP_URLS, _META = TASK_FIELDS.index("backup_urls"), TASK_FIELDS.index("meta")
+
+
 def task_from_row(row: Any) -> Task:
-    return Task(
-        id=row.id, platform=row.platform, item_id=row.item_id, variant=row.variant, kind=row.kind,
-        source_key=row.source_key, day=row.day, canonical_url=row.canonical_url, media_url=row.media_url,
-        backup_urls=tuple(json.loads(row.backup_urls or "[]")), group_key=row.group_key,
-        resolve_ref=row.resolve_ref, resolved_at=row.resolved_at, meta=json.loads(row.meta or "{}"),
-        expected_sha256=row.expected_sha256, expected_size=row.expected_size, state=row.state,
-        attempts=row.attempts, sha256=row.sha256, size=row.size, etag=row.etag, error_class=row.error_class,
-    )
+    """The Task of a row selected as TASK_COLUMNS.
+
+    Its fields are set as the frozen dataclass's own __init__ would, without that
+    __init__'s object.__setattr__ call per field (22 of them, a third of the cost of
+    each of the hundreds of Tasks a claim makes); an empty JSON list or object is
+    not parsed (most rows hold those)."""
+    values = list(row)
+    backup_urls = values[_BACKUP_URLS]
+    values[_BACKUP_URLS] = tuple(json.loads(backup_urls)) if backup_urls and backup_urls != "[]" else ()
+    meta = values[_META]
+    values[_META] = json.loads(meta) if meta and meta != "{}" else {}
+    task = object.__new__(Task)
+    task.__dict__.update(zip(TASK_FIELDS, values))
+    return task
 
 
 class DiscoveredRow(NamedTuple):
@@ -244,7 +258,7 @@ class Ledger:
 
     def tasks(self, *, source_key: SourceScope = None, day: str | None = None, states: Sequence[str] | None = None,
               limit: int | None = None) -> list[Task]:
-        query = where_sources(select(T), source_key)
+        query = where_sources(select(*TASK_COLUMNS), source_key)
         if day is not None:
             query = query.where(T.c.day == day)
         if states is not None:
@@ -444,7 +458,9 @@ def _update_many(conn, changes: Sequence[tuple[int, str | None, Mapping[str, Any
     The UPDATE is compiled once per shape and sent with the driver's own executemany
     on the transaction's connection: SQLAlchemy's executemany processed every row's
     parameters in Python again, a tenth of a second per thousand items on the
-    download path, for columns (numbers and strings) that need no processing."""
+    download path, for columns (numbers and strings) that need no processing. Each
+    change's parameters are then picked from its values by one itemgetter, in the
+    statement's order (`_UpdateShape`)."""
     changed = 0
     start = 0
     while start < len(changes):
@@ -452,17 +468,15 @@ def _update_many(conn, changes: Sequence[tuple[int, str | None, Mapping[str, Any
         end = start + 1
         while end < len(changes) and _shape(changes[end]) == shape:
             end += 1
-        guarded, names = shape
-        sql, order = _compiled_update(conn.dialect, guarded, names)
-        params = []
-        for task_id, owner, values in changes[start:end]:
-            row = {"b_task_id": task_id, "b_owner": owner, "v_updated_at": values.get("updated_at", now)}
-            for name in names:
-                row[f"v_{name}"] = values[name]
-            params.append(row if order is None else tuple(row[key] for key in order))
+        update_shape = _compiled_update(conn.dialect, *shape)
+        pick, param_names = update_shape.pick, update_shape.param_names
+        # updated_at: the change's own when it has one (discovery's), else this batch's.
+        picked = [pick({"updated_at": now, **values, _TASK_ID: task_id, _OWNER: owner})
+                  for task_id, owner, values in changes[start:end]]
+        params = picked if param_names is None else [dict(zip(param_names, row)) for row in picked]
         cursor = conn.connection.cursor()
         try:
-            cursor.executemany(sql, params)
+            cursor.executemany(update_shape.sql, params)
             changed += max(cursor.rowcount, 0)
         finally:
             cursor.close()
@@ -470,16 +484,36 @@ def _update_many(conn, changes: Sequence[tuple[int, str | None, Mapping[str, Any
     return changed
 
 
+# A change's id and owner, beside its column values in the mapping `_UpdateShape.pick`
+# reads: keys no column can have.
+_TASK_ID, _OWNER = " task_id", " owner"
+
+
+@dataclass(frozen=True)
+class _UpdateShape:
+    """One change shape's UPDATE in the driver's SQL and parameter style.
+
+    pick: a change's parameters, as a tuple in the statement's order, from its column
+    values and its id and owner (under _TASK_ID and _OWNER). param_names: the names of
+    those parameters for a named parameter style, None for a positional one."""
+
+    sql: str
+    pick: Callable[[Mapping[str, Any]], tuple]
+    param_names: tuple[str, ...] | None
+
+
 @functools.lru_cache(maxsize=256)
-def _compiled_update(dialect, guarded: bool, names: tuple[str, ...]) -> tuple[str, tuple[str, ...] | None]:
-    """The UPDATE of one change shape in the driver's SQL and parameter style: (sql, the
-    parameter names in order for a positional style, None for a named one)."""
+def _compiled_update(dialect, guarded: bool, names: tuple[str, ...]) -> _UpdateShape:
     stmt = update(T).where(T.c.id == bindparam("b_task_id"))
     if guarded:
         stmt = stmt.where(T.c.lease_owner == bindparam("b_owner"))
     stmt = stmt.values({**{name: bindparam(f"v_{name}") for name in names}, "updated_at": bindparam("v_updated_at")})
     compiled = stmt.compile(dialect=dialect)
-    return compiled.string, tuple(compiled.positiontup) if compiled.positional else None
+    params = tuple(compiled.positiontup) if compiled.positional else tuple(compiled.params)
+    sources = {"b_task_id": _TASK_ID, "b_owner": _OWNER}
+    # Two parameters at least (the id and updated_at): itemgetter then always returns a tuple.
+    pick = operator.itemgetter(*(sources.get(param) or param.removeprefix("v_") for param in params))
+    return _UpdateShape(compiled.string, pick, None if compiled.positional else params)
 
 
 def _shape(change: tuple[int, str | None, Mapping[str, Any]]) -> tuple[bool, tuple[str, ...]]:

@@ -30,8 +30,13 @@ def _said(response: Mapping[str, Any] | None) -> str | None:
     bounded (a hostile server chooses them)."""
     if not response:
         return None
-    return json.dumps({name: value if isinstance(value, int) else excerpt(str(value), 300)
-                       for name, value in response.items()}, sort_keys=True)
+    return _SORTED_JSON({name: value if isinstance(value, int) else excerpt(str(value), 300)
+                         for name, value in response.items()})
+
+
+# json.dumps(..., sort_keys=True) without making a JSONEncoder at each call (one per item
+# downloaded): the encoder keeps no state between calls.
+_SORTED_JSON = json.JSONEncoder(sort_keys=True).encode
 
 
 class Transition(Protocol):
@@ -175,7 +180,9 @@ class Then:
     second: Transition
 
     def columns(self) -> dict[str, Any]:
-        return {**self.first.columns(), **self.second.columns()}
+        columns = self.first.columns()  # a dict of its own (every columns() makes a new one)
+        columns.update(self.second.columns())
+        return columns
 
 
 @dataclass(frozen=True)
@@ -186,4 +193,6 @@ class Released:
     move: Transition
 
     def columns(self) -> dict[str, Any]:
-        return {**self.move.columns(), **_LEASE_ENDED}
+        columns = self.move.columns()
+        columns.update(_LEASE_ENDED)
+        return columns

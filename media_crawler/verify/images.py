@@ -17,7 +17,6 @@ WebP its RIFF length. Any exception the decoders raise is corrupt_media.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
 import zlib
@@ -67,9 +66,10 @@ def verify_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXEL
     is opened once: the header, the decode and the format's own checks all read through
     one handle (at thousands of small files every open is several system calls).
     """
-    with contextlib.ExitStack() as stack:
-        handle = opened if opened is not None else stack.enter_context(open(path, "rb"))
-        handle.seek(0)
+    if opened is not None:
+        opened.seek(0)
+        return _verify_image(opened, max_pixels)
+    with open(path, "rb") as handle:
         return _verify_image(handle, max_pixels)
 
 

@@ -78,7 +78,7 @@ def verify_file(
     """
     if kind not in ACCEPTED_TYPES:
         raise ValueError(f"unknown media kind {kind!r}; expected one of {', '.join(ACCEPTED_TYPES)}")
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)  # a Path given is not parsed again
     actual_sha256, body = (written.sha256, written.body) if written else (None, None)
     # One open for the size, the hash, the signature and the image's decode: at thousands
     # of small files each extra open is several system calls per item (and none with `body`).
@@ -118,8 +118,7 @@ def verify_file(
 def _check_format(path: Path, handle, media_type: str, kind: str, max_pixels: int) -> VerifyResult:
     """The format's own check: every image frame decoded, or the container walked."""
     if media_type.startswith("image/"):
-        handle.seek(0)
-        info = verify_image(path, max_pixels=max_pixels, opened=handle)
+        info = verify_image(path, max_pixels=max_pixels, opened=handle)  # from the handle's start
         return VerifyResult(info.media_type, info.width, info.height)
     try:
         (verify_mp4 if media_type == "video/mp4" else verify_webm)(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 import requests
@@ -115,8 +116,10 @@ def test_no_row_says_committed_before_the_folder_of_its_blob_is_synced(fresh_sim
     per_item_fsyncs: list = []
     committed_unsynced: list = []
     real_sync, real_apply, real_fsync_dir = cas._sync_folders, Ledger.apply, cas._fsync_dir
-    monkeypatch.setattr(cas, "_sync_folders", lambda root, folders: (synced.update(folders), real_sync(root, folders)))
-    monkeypatch.setattr(cas, "_fsync_dir", lambda path: (per_item_fsyncs.append(path), real_fsync_dir(path)))
+    # The folders as paths (the store passes them as paths or as their text).
+    monkeypatch.setattr(cas, "_sync_folders",
+                        lambda root, folders: (synced.update(map(Path, folders)), real_sync(root, folders)))
+    monkeypatch.setattr(cas, "_fsync_dir", lambda path: (per_item_fsyncs.append(Path(path)), real_fsync_dir(path)))
 
     def moves(transition):
         return [*moves(transition.first), *moves(transition.second)] if isinstance(transition, Then) else [transition]

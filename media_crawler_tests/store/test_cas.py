@@ -1,6 +1,7 @@
 """The content-addressed store: atomic, put-if-absent commits named by sha256."""
 import hashlib
 import os
+from pathlib import Path
 
 import pytest
 
@@ -120,16 +121,16 @@ def test_folders_a_commit_makes_are_synced_in_their_parents(tmp_path, monkeypatc
         folders = [blobs / digest[:2], blobs / digest[:2] / digest[2:4]]
         for folder in folders[:existing_levels]:
             folder.mkdir(exist_ok=True)
-        synced.clear()
+        synced.clear()  # the folders, as paths or their text
         store.put_if_absent(part, digest, verify_hash=False, synced=True, size=len(data))
         return digest
 
     first = commit(b"first blob", existing_levels=0)  # sha256/ab/ and sha256/ab/cd/ made
-    assert synced == [blobs / first[:2] / first[2:4], blobs / first[:2], blobs]
+    assert [Path(folder) for folder in synced] == [blobs / first[:2] / first[2:4], blobs / first[:2], blobs]
     second = commit(b"the second blob", existing_levels=1)  # only sha256/ab/cd/ made
-    assert synced == [blobs / second[:2] / second[2:4], blobs / second[:2]]
+    assert [Path(folder) for folder in synced] == [blobs / second[:2] / second[2:4], blobs / second[:2]]
     third = commit(b"and a third blob", existing_levels=2)  # nothing made
-    assert synced == [blobs / third[:2] / third[2:4]]
+    assert [Path(folder) for folder in synced] == [blobs / third[:2] / third[2:4]]
 
     synced.clear()
     FilesystemBlobStore(tmp_path).ensure()  # an existing store: nothing to sync
