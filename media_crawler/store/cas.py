@@ -271,9 +271,23 @@ class FilesystemBlobStore(BlobStore):
         os.link(staged, target)
         return [_folder_of(target), *(str(folder) for folder in reversed(made_in))]
 
-    @staticmethod
-    def _already_stored(staged: Path, target: Path) -> StoredBlob:
-        """The content is already stored whole: drop our copy."""
+    def _already_stored(self, staged: Path, target: Path) -> StoredBlob:
+        """The content is already stored whole: drop our copy.
+
+        Its name may not be durable yet: another thread or process may have linked it
+        a moment ago and not yet synced its folders (or registered them for the
+        deferred flush). The caller's row will say committed, so the blob's folders
+        are made durable here too: registered for the deferred flush when inside
+        deferred_sync() (a set insert), else synced now (found in review: a dedup
+        racing a concurrent commit could record a blob a power cut then removed).
+        """
+        chain = _folder_chain(target, self.blobs)
+        with self._deferred_lock:
+            deferred = self._deferred
+            if deferred is not None:
+                deferred[0].update(chain)
+        if deferred is None:
+            _sync_folders(self.root, set(chain))
         staged.unlink(missing_ok=True)
         return StoredBlob(target.name, target.stat().st_size, created=False)
 
@@ -341,6 +355,17 @@ def _fsync_file(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _folder_chain(target: Path, blobs: Path) -> list[str]:
+    """The folders whose entries name `target` in the store, nearest first: its fan-out
+    folders and the blobs folder holding them (as text, like the deferred set)."""
+    chain, folder = [], target.parent
+    while folder != blobs and len(chain) < 8:
+        chain.append(str(folder))
+        folder = folder.parent
+    chain.append(str(blobs))
+    return chain
 
 
 def _folder_of(path: Path) -> str:

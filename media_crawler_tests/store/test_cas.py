@@ -135,3 +135,29 @@ def test_folders_a_commit_makes_are_synced_in_their_parents(tmp_path, monkeypatc
     synced.clear()
     FilesystemBlobStore(tmp_path).ensure()  # an existing store: nothing to sync
     assert synced == []
+
+
+def test_a_dedup_makes_the_blobs_folders_durable_before_its_row(tmp_path, monkeypatch):
+    """A put that finds the blob already linked (a concurrent writer may not have synced its
+    folders yet) makes the blob's folder chain durable too: registered for the deferred flush
+    inside deferred_sync(), synced at once outside it."""
+    import media_crawler.store.cas as cas
+
+    store = FilesystemBlobStore(tmp_path).ensure()
+    blobs = tmp_path / "sha256"
+    part, digest = stage(store, "task-a", b"the same bytes")
+    store.put_if_absent(part, digest, verify_hash=False, synced=True)
+    chain = {blobs / digest[:2] / digest[2:4], blobs / digest[:2], blobs}
+
+    synced: list[set] = []
+    monkeypatch.setattr(cas, "_sync_folders", lambda _root, folders: synced.append(set(folders)))
+    with store.deferred_sync():
+        again, _ = stage(store, "task-b", b"the same bytes")
+        assert not store.put_if_absent(again, digest, verify_hash=False, synced=True).created
+        assert synced == []  # deferred: nothing synced yet...
+        store.sync_deferred()
+        assert {Path(folder) for folder in synced[0]} == chain  # ...then the dedup's folders with the batch
+    synced.clear()
+    third, _ = stage(store, "task-c", b"the same bytes")
+    assert not store.put_if_absent(third, digest).created  # outside deferred_sync: synced at once
+    assert {Path(folder) for folder in synced[0]} == chain
