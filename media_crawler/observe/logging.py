@@ -16,10 +16,11 @@ import socket
 import sys
 import threading
 import time
+from json.encoder import c_make_encoder, encode_basestring
 
 from media_crawler.environment import worker_name_override
 from media_crawler.observe.traces import debug_enabled, exception_summary, without_stack_trace
-from media_crawler.scrub import scrub_text
+from media_crawler.scrub import registered_forms, scrub_text
 from media_crawler.timestamps import utc_timestamp
 
 # Attributes every LogRecord has; anything else was passed as `extra=` and is ours.
@@ -42,6 +43,13 @@ ROOT_LOGGER = "media_crawler"
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # json.dumps with options builds one per call
+# JSONEncoder.encode() still builds its C encoder anew per call (an eighth of an item
+# line's cost): this one, with _ENCODER's options, is built once. It checks no
+# circularity, so it keeps no state between calls and threads may share it; a circular
+# value ends in RecursionError instead of ValueError, and in encode_line's fallback all the same.
+_ENCODE = None if c_make_encoder is None else c_make_encoder(
+    None, _ENCODER.default, encode_basestring, None, _ENCODER.key_separator, _ENCODER.item_separator,
+    False, False, True)
 
 
 class LogLag:
@@ -126,7 +134,7 @@ class JsonFormatter(logging.Formatter):
         extras, every string among them scrubbed already, without an exception or a Dagster
         event (observe/events.py's item lines, which skip the record): the same line, key for key."""
         return encode_line({"ts": utc_timestamp(created), "level": levelname.lower(), "logger": name,
-                            "worker": WORKER, **fields, "msg": shown_message(message)})
+                            "worker": WORKER, **fields, "msg": _shown_again(message)})
 
 
 def shown_message(text: str) -> str:
@@ -137,9 +145,32 @@ def shown_message(text: str) -> str:
     return text if short == text or debug_enabled() else short
 
 
+# The `msg` of messages said again and again ("download ok"): kept while the registered
+# secrets stay the same (scrub.registered_forms), at most _SHOWN_KEPT of them.
+_shown_kept: tuple[tuple[str, ...], dict[str, str]] = ((), {})
+_SHOWN_KEPT = 256
+
+
+def _shown_again(text: str) -> str:
+    """shown_message(text), kept for the next time unless it had a trace to cut (the debug
+    switch decides that line by line)."""
+    global _shown_kept
+    registered, kept = _shown_kept  # one tuple: a thread sees the old pair or the new one
+    if registered is not registered_forms():
+        registered, kept = _shown_kept = registered_forms(), {}
+    shown = kept.get(text)
+    if shown is None:
+        shown = scrub_text(text)
+        if without_stack_trace(shown) != shown:
+            return shown_message(text)
+        if len(kept) < _SHOWN_KEPT:
+            kept[text] = shown
+    return shown
+
+
 def encode_line(data: dict) -> str:
     try:
-        return _ENCODER.encode(data)
+        return _ENCODER.encode(data) if _ENCODE is None else "".join(_ENCODE(data, 0))
     except Exception:  # never let one odd value kill logging (Dagster passes exotic objects)
         return json.dumps({k: scrub_text(str(v)) for k, v in data.items()}, ensure_ascii=False)
 

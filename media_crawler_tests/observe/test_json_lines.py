@@ -205,3 +205,15 @@ def test_item_lines_go_through_a_record_for_any_other_handler_or_a_field_the_for
     log_item(stage="commit", platform="urls", canonical_url="http://example.org/a.jpg", outcome="ok", _kept_out=1)
     first, last = captured()
     assert seen == ["commit ok"] and first == {**last, "ts": first["ts"]} and "_kept_out" not in last
+
+
+def test_the_encoder_built_once_writes_what_json_dumps_writes():
+    from media_crawler.observe.logging import encode_line
+
+    circular: dict = {"a": 1}
+    circular["self"] = circular
+    for data in [{"s": "h\u00e9llo \"q\" \\ \n\t\x01 \u2028 \ud800", "i": -10**20, "f": 0.1 + 0.2, "nan": float("nan"),
+                  "inf": float("-inf"), "t": True, "n": None, "l": [1, (2, "3")], "d": {"k": {}}, "o": object,
+                  "e": "", 7: "int key"}]:
+        assert encode_line(data) == json.dumps(data, ensure_ascii=False, default=str)
+    assert json.loads(encode_line({"c": circular}))["c"].startswith("{'a': 1")  # the fallback, as before
