@@ -119,6 +119,12 @@ def register_secret(value: str | None) -> None:
         _REGISTERED = tuple(sorted(set(_REGISTERED) | forms, key=len, reverse=True))
 
 
+def registered_forms() -> tuple[str, ...]:
+    """Every registered form, longest first: a new tuple after each registration, so a
+    scrubbed text kept aside holds for as long as this returns the same object."""
+    return _REGISTERED
+
+
 def register_environment_secrets(env_names: Iterable[str] = ()) -> None:
     """Mask the values of these environment variables and of the default credential ones.
 
@@ -136,9 +142,10 @@ def mask_secrets(text: str, extra: Iterable[str | None] = ()) -> str:
     """`text` with every registered secret form, and every value in `extra`, masked."""
     if not text:
         return text
-    for secret in _REGISTERED:
-        if secret in text:
-            text = text.replace(secret, MASK)
+    if len(text) >= MIN_SECRET_LENGTH:  # every registered form is that long (encodings()): none fits in less
+        for secret in _REGISTERED:
+            if secret in text:
+                text = text.replace(secret, MASK)
     for secret in extra:
         if secret and len(secret) >= 4 and secret in text:
             text = text.replace(secret, MASK)
@@ -166,19 +173,22 @@ def scrub_url(url: str, extra: Iterable[str | None] = ()) -> str:
     Secrets are masked in the URL as written *and* in each decoded query value before
     the query is encoded again: re-encoding spells a value differently (`,` for `%2C`,
     `%3D` for `=`), and a spelling nobody registered would slip past the last mask."""
-    url = mask_secrets(url, extra)
-    if "?" in url or "@" in url:
-        try:
-            parts = urlsplit(url)
-            netloc = parts.netloc.rsplit("@", 1)[-1]  # drop user:password@
-            query = ""
-            if parts.query:
-                kept = [(k, mask_secrets(v, extra)) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                        if not is_secret_param(k)]
-                query = urlencode(kept, safe="/:,*")
-            url = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-        except ValueError:  # a URL that does not split, or a lone surrogate urlencode cannot encode
-            url = _PAIR_IN_TEXT.sub(lambda m: f"{m.group(1)}={MASK}", url)
+    masked = mask_secrets(url, extra)
+    if "?" not in masked and "@" not in masked:
+        # Nothing to split: masking again what the first pass left unchanged would change nothing.
+        return masked if masked == url else mask_secrets(masked, extra)
+    url = masked
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc.rsplit("@", 1)[-1]  # drop user:password@
+        query = ""
+        if parts.query:
+            kept = [(k, mask_secrets(v, extra)) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                    if not is_secret_param(k)]
+            query = urlencode(kept, safe="/:,*")
+        url = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:  # a URL that does not split, or a lone surrogate urlencode cannot encode
+        url = _PAIR_IN_TEXT.sub(lambda m: f"{m.group(1)}={MASK}", url)
     return mask_secrets(url, extra)
 
 
@@ -187,6 +197,8 @@ def scrub_text(text: str, extra: Iterable[str | None] = ()) -> str:
     registered secret (and every value in `extra`) masked."""
     if not text:
         return text
+    if len(text) < MIN_SECRET_LENGTH and "=" not in text and not extra:
+        return text  # ("ok", a stage name) shorter than any URL or registered form, and no pair
     # The substring tests skip the regular expressions for the usual text
     # (a stage name, an error sentence): both patterns need "://" or "=".
     if "://" in text:

@@ -53,6 +53,7 @@ class BatchedLines:
     """
 
     measures_lag = True  # logging.MeasuredStreamHandler leaves the log lag to write time here
+    flushes_itself = True  # flush() does nothing (the flusher thread writes): MeasuredStreamHandler.emit_fields skips it
 
     def __init__(self, stream: IO[str], interval: float = 0.2, process_lock: ProcessWriteLock | None = None) -> None:
         self._stream, self._interval = stream, interval

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from contextlib import contextmanager
-from typing import Any, Iterator
+import time
+from typing import Any
 
+from media_crawler.observe.logging import DAGSTER_NOISE, PRE_SCRUBBED, RECORD_ATTRIBUTES, sole_json_handler
 from media_crawler.scrub import scrub_text, scrub_url
 
 ITEM_LOG = logging.getLogger("media_crawler.items")
@@ -22,26 +23,44 @@ ITEM_KEYS = ("task_id", "platform", "stage", "canonical_url", "attempt", "durati
              *CORRELATION_KEYS)
 # Outcomes that are not failures log at info; everything else at warning.
 QUIET_OUTCOMES = frozenset({"ok", "skipped", "deferred", "progress"})
-_RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
-# Set on item records: every string in them went through the scrubber already,
-# so the JSON formatter need not scrub them a second time.
-PRE_SCRUBBED = "_mc_scrubbed"
-_CORRELATION: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("media_crawler_correlation", default={})
+# The ids as every line shows them (run_id, partition and step first, None where unset),
+# and whether the formatter would show each of them as it is: a name it reserves or
+# drops sends the line through a record (log_item).
+_NO_IDS: tuple[dict[str, Any], bool] = (dict.fromkeys(CORRELATION_KEYS), True)
+_CORRELATION: contextvars.ContextVar[tuple[dict[str, Any], bool]] = contextvars.ContextVar(
+    "media_crawler_correlation", default=_NO_IDS)
 
 
-@contextmanager
-def correlation(**ids: Any) -> Iterator[None]:
-    token = _CORRELATION.set({**_CORRELATION.get(), **{k: v for k, v in ids.items() if v is not None}})
-    try:
-        yield
-    finally:
-        _CORRELATION.reset(token)
+class correlation:  # noqa: N801 - used as a function: `with correlation(run_id=...):`
+    """The ids every item line logged inside names (None values leave an outer one as it is).
+
+    A class rather than a @contextmanager generator: fetch-urls' workers enter one twice
+    per item, and the generator's machinery cost more than setting the variable."""
+
+    __slots__ = ("_ids", "_token")
+
+    def __init__(self, **ids: Any) -> None:
+        self._ids = ids
+
+    def __enter__(self) -> None:
+        outer, outer_plain = _CORRELATION.get()
+        added = {key: value for key, value in self._ids.items() if value is not None}
+        if added:  # (never changed in place: an outer dict is shared as it is)
+            outer, outer_plain = {**outer, **added}, outer_plain and all(map(_plain_field, added))
+        self._token = _CORRELATION.set((outer, outer_plain))
+
+    def __exit__(self, *_exc: object) -> None:
+        _CORRELATION.reset(self._token)
 
 
 def current_correlation() -> dict[str, Any]:
     """run_id, partition and step (None outside a Dagster step)."""
-    ids = _CORRELATION.get()
-    return {key: ids.get(key) for key in CORRELATION_KEYS} | ids
+    return dict(_CORRELATION.get()[0])
+
+
+def _plain_field(key: str) -> bool:
+    """A field the JSON formatter shows under its own name, and a record accepts."""
+    return key not in RECORD_ATTRIBUTES and key not in DAGSTER_NOISE and not key.startswith("_")
 
 
 def task_ref(task_id: int | str | None) -> str | None:
@@ -65,7 +84,9 @@ def one_line_for_stages(lines: list[dict[str, Any]]) -> dict[str, Any]:
     total_ms = 0.0
     for fields in lines:
         stage, outcome, duration = fields["stage"], fields["outcome"], fields.get("duration_ms")
-        merged.update((key, value) for key, value in fields.items() if value is not None)
+        for key, value in fields.items():
+            if value is not None:
+                merged[key] = value
         merged[stage] = outcome
         if duration is not None:
             merged[f"{stage}_ms"] = round(duration, 1)
@@ -85,25 +106,36 @@ def log_item(*, stage: str, platform: str, canonical_url: str, outcome: str, tas
     level = logging.INFO if outcome in QUIET_OUTCOMES else logging.WARNING
     if not ITEM_LOG.isEnabledFor(level):
         return
-    extra: dict[str, Any] = {
-        PRE_SCRUBBED: True, **current_correlation(), "task_id": task_ref(task_id), "platform": platform, "stage": stage,
+    ids, plain = _CORRELATION.get()
+    line: dict[str, Any] = {
+        **ids, "task_id": task_ref(task_id), "platform": platform, "stage": stage,
         "canonical_url": scrub_url(canonical_url), "attempt": attempt,
         "duration_ms": None if duration_ms is None else round(duration_ms, 1), "outcome": outcome,
     }
     error_class, size = fields.pop("error_class", None), fields.pop("bytes", None)
     if error_class is not None:
-        extra["error_class"] = str(error_class)  # a class's plain name, whether given as a str or an ErrorClass
+        line["error_class"] = str(error_class)  # a class's plain name, whether given as a str or an ErrorClass
     if size is not None:
-        extra["bytes"] = size
+        line["bytes"] = size
     for key, value in fields.items():
         if value is None:
             continue
-        if key in _RESERVED:  # LogRecord refuses extras that shadow its own attributes
+        if key in RECORD_ATTRIBUTES:  # LogRecord refuses extras that shadow its own attributes
             key = f"error_{key}" if key == "message" else f"field_{key}"
-        extra[key] = scrub_text(value) if isinstance(value, str) else value
+        elif key in DAGSTER_NOISE or key.startswith("_"):  # the formatter drops (or reads) these: leave it to it
+            plain = False
+        line[key] = scrub_text(value) if isinstance(value, str) else value
+    message = f"{stage} {outcome}"
+    # With configure()'s handler alone in the way (fetch-urls, a Dagster step's stdout),
+    # the line is written without a record: LogRecord, the handler chain and the
+    # formatter's walk over the record's attributes were most of the line's cost.
+    handler = sole_json_handler(ITEM_LOG, level) if plain else None
+    if handler is not None:
+        handler.emit_fields(time.time(), level, ITEM_LOG.name, line, message)
+        return
     # Logger.log() would walk the stack for the caller's file and line, which
     # the JSON line does not show: at thousands of items a second that walk
     # was a tenth of the process's time. The record goes through the same
     # handle(): filters, handlers and pytest's caplog see it as usual.
-    ITEM_LOG.handle(ITEM_LOG.makeRecord(ITEM_LOG.name, level, __name__, 0, f"{stage} {outcome}", (), None,
-                                        extra=extra))
+    line[PRE_SCRUBBED] = True
+    ITEM_LOG.handle(ITEM_LOG.makeRecord(ITEM_LOG.name, level, __name__, 0, message, (), None, extra=line))

@@ -4,6 +4,7 @@ import io
 import json
 import logging
 import re
+import time
 
 import pytest
 
@@ -132,3 +133,87 @@ def test_secret_query_parameters_are_scrubbed_and_plain_urls_left_alone(captured
     assert "abc" not in json.dumps(failed) and "t0ps3cret" not in json.dumps(failed) and "pw@" not in json.dumps(failed)
     assert failed["canonical_url"] == "https://cdn.example.org/v.mp4?x=1"
     assert plain["canonical_url"] == "http://example.org/plain/a.jpg"
+
+
+def _item_line_shapes() -> list[dict]:
+    """log_item calls of every shape: failures, secrets, renamed and odd fields, one line for three stages."""
+    url = "http://example.org/a.jpg"
+    item = {"platform": "urls", "canonical_url": url, "task_id": 7}
+    download = {**item, "stage": "download", "outcome": "ok", "attempt": 1, "duration_ms": 20.0, "bytes": 10,
+                "bytes_received": 10, "resumed_from": None}
+    verify = {**item, "stage": "verify", "outcome": "ok", "attempt": 1, "duration_ms": 1.25, "bytes": 10}
+    commit = {**item, "stage": "commit", "outcome": "ok", "attempt": 1, "sha256": "cd" * 32, "bytes": 10,
+              "deduplicated": False, "duration_ms": 1.5}
+    return [
+        {"stage": "verify", "platform": "urls", "canonical_url": url, "outcome": "ok"},
+        one_line_for_stages([download, verify, commit]),
+        {"stage": "download", "platform": "weibo", "outcome": "failed", "task_id": 42, "attempt": 3,
+         "canonical_url": "https://m.weibo.cn/x.jpg?access_token=abc123secret&id=7", "error_class": "http_5xx",
+         "message": "GET https://u:pw@cdn.example.org/v.mp4?token=t0ps3cret: cookie _2AkMobsFakeSub77",
+         "duration_ms": 12.345, "bytes": 10},
+        {"stage": "download", "platform": "urls", "canonical_url": url, "outcome": "retry", "retry_in_s": 1.25,
+         "name": "shadowed", "args": "a", "level": "overrides", "worker": "w", "exc": "e", "asctime": "a",
+         "uni": "h\u00e9llo \u2603", "nan": float("nan"), "nested": {"a": [1, "b"]}, "odd": object},
+        {"stage": "commit", "platform": "urls", "canonical_url": url, "outcome": "ok ", "reason": "SUBP=x"},
+        {"stage": "x\nStack Trace:\n  File", "platform": "urls", "canonical_url": url, "outcome": "failed"},
+    ]
+
+
+@pytest.mark.parametrize("debug", ["", "1"])
+def test_item_lines_written_without_a_record_are_those_a_record_makes(monkeypatch, debug):
+    """With configure()'s handler alone, log_item writes its line straight to it (no LogRecord):
+    byte for byte what the record path writes, ts, scrubbing and MEDIA_CRAWLER_DEBUG included."""
+    monkeypatch.setenv("WEIBO_COOKIE", "SUB=_2AkMobsFakeSub77; SUBP=0033WrobsFakeSubp")
+    monkeypatch.setenv("MEDIA_CRAWLER_DEBUG", debug)
+    register_environment_secrets()
+    logger = logging.getLogger("media_crawler")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+
+    def written(through_a_record: bool) -> str:
+        clock = iter(1764474000.0 + step * 0.1234567 for step in range(1000))
+        stream = io.StringIO()
+        configure(stream=stream)
+        if through_a_record:
+            logger.handlers[0].addFilter(lambda record: True)  # any filter: only a record will do
+        try:
+            with monkeypatch.context() as patch:
+                patch.setattr(time, "time", lambda: next(clock))
+                with correlation(run_id="r-1", step="media_downloads"):
+                    for fields in _item_line_shapes():
+                        log_item(**fields)
+                for fields in _item_line_shapes():
+                    log_item(**fields)
+        finally:
+            logger.handlers[:], logger.level, logger.propagate = saved
+        return stream.getvalue()
+
+    direct = written(through_a_record=False)
+    assert direct == written(through_a_record=True)
+    assert direct.count("\n") == 12 and "_2AkMobsFakeSub77" not in direct and "abc123secret" not in direct
+    messages = [json.loads(line)["msg"] for line in direct.splitlines()]
+    assert ("x" in messages) == (debug != "1"), "the trace is cut from `msg` unless MEDIA_CRAWLER_DEBUG=1"
+
+
+def test_item_lines_go_through_a_record_for_any_other_handler_or_a_field_the_formatter_drops(captured):
+    logger = logging.getLogger("media_crawler")
+    seen = []
+    logger.handlers[0].addFilter(lambda record: seen.append(record.getMessage()) or True)
+    log_item(stage="commit", platform="urls", canonical_url="http://example.org/a.jpg", outcome="ok")
+    logger.handlers[0].filters.clear()
+    with pytest.raises(KeyError), correlation(lineno=3):  # a record refuses it, whichever way the line went
+        log_item(stage="commit", platform="urls", canonical_url="http://example.org/a.jpg", outcome="ok")
+    log_item(stage="commit", platform="urls", canonical_url="http://example.org/a.jpg", outcome="ok", _kept_out=1)
+    first, last = captured()
+    assert seen == ["commit ok"] and first == {**last, "ts": first["ts"]} and "_kept_out" not in last
+
+
+def test_the_encoder_built_once_writes_what_json_dumps_writes():
+    from media_crawler.observe.logging import encode_line
+
+    circular: dict = {"a": 1}
+    circular["self"] = circular
+    for data in [{"s": "h\u00e9llo \"q\" \\ \n\t\x01 \u2028 \ud800", "i": -10**20, "f": 0.1 + 0.2, "nan": float("nan"),
+                  "inf": float("-inf"), "t": True, "n": None, "l": [1, (2, "3")], "d": {"k": {}}, "o": object,
+                  "e": "", 7: "int key"}]:
+        assert encode_line(data) == json.dumps(data, ensure_ascii=False, default=str)
+    assert json.loads(encode_line({"c": circular}))["c"].startswith("{'a': 1")  # the fallback, as before
