@@ -5,6 +5,8 @@ from __future__ import annotations
 import zipfile
 from importlib.metadata import entry_points
 
+import pytest
+
 from media_crawler.platforms import registry
 
 PLUGIN = "[media_crawler.platforms]\nextra = mc_extra:SPEC\n"
@@ -14,23 +16,16 @@ def test_no_is_said_only_when_importlib_metadata_finds_no_plug_in():
     assert registry._group_may_be_named() or not entry_points(group=registry.ENTRY_POINT_GROUP)
 
 
-def test_a_distribution_naming_the_group_is_seen(tmp_path, monkeypatch):
-    info = tmp_path / "mc_extra-1.0.dist-info"
+@pytest.mark.parametrize("folder, metadata", [("mc_extra-1.0.dist-info", "METADATA"),
+                                              ("mc_extra.egg-info", "PKG-INFO")])
+def test_an_installed_distribution_naming_the_group_is_seen(tmp_path, monkeypatch, folder, metadata):
+    info = tmp_path / folder
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mc-extra\nVersion: 1.0\n")
+    (info / metadata).write_text("Metadata-Version: 2.1\nName: mc-extra\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(PLUGIN)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert registry._group_may_be_named()
     assert [point.name for point in registry.plugin_entry_points()] == ["extra"]
-
-
-def test_an_egg_info_folder_is_seen(tmp_path, monkeypatch):
-    info = tmp_path / "mc_extra.egg-info"
-    info.mkdir()
-    (info / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: mc-extra\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(PLUGIN)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    assert registry._group_may_be_named()
 
 
 def test_a_zip_on_sys_path_is_left_to_importlib_metadata(tmp_path, monkeypatch):
