@@ -144,6 +144,8 @@ def download_to_part(
                 digest, received, body = _stream_body(
                     response, handle, part_path, plan, policy.chunk_size, max_bytes, content_type, safe_url
                 )
+                if not request.keep_body:
+                    body = None  # the caller holds its share of bodies: verification reads the .part
             except CrawlError as error:
                 if error.error_class in _DISCARD_PART_CLASSES:
                     part_path.unlink(missing_ok=True)

@@ -54,6 +54,8 @@ class DownloadRequest:
     platform: whose rate budget the requests count against.
     resolve: returns a fresh media URL (the adapter's re-resolution) after a
     url_expired answer; without it, url_expired is final.
+    keep_body: a small body may come back in memory for verification
+    (DownloadResult.body); False when the caller already holds as many as it allows.
     """
 
     url: str
@@ -63,6 +65,7 @@ class DownloadRequest:
     expected_size: int | None = None
     platform: str = "urls"
     resolve: Callable[[], str] | None = None
+    keep_body: bool = True
 
     def __post_init__(self) -> None:
         # Callers hand a str or any PathLike; the engine works with a Path (a download

@@ -12,8 +12,8 @@ retried gently across runs instead of burning every retry in its first minute.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import queue
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -180,27 +180,33 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
     # Largest first, and never every worker on a large file while small ones wait (pipeline/scheduling.py).
     order = SizeAwareOrder(tasks, step.workers)
 
-    # The run-ahead's ceiling: as many items as the first stage itself may hold (run_bounded's
-    # max_in_flight), so the downloaded bodies waiting for their settle (DownloadResult.body, up
-    # to 256 KiB each) stay bounded by the threads, not by the claimed batch.
-    threads = step.workers + max(step.wait_threads, 0)
-    ahead = _RunAhead(step.workers, ceiling=2 * threads) if step.after_download is not None else None
+    ahead = _RunAhead(step.workers) if step.after_download is not None else None
+    # Small bodies kept in memory for their verification (DownloadResult.body, up to 256 KiB
+    # each) while they wait for their settle: at most twice the step's threads (review38: the
+    # run-ahead let a claimed batch's worth pile up, ~260 per process). Past that a download
+    # keeps no body and its verification reads the .part. Bounding the run-ahead itself
+    # instead cost the f503 profile ~1 s of 4 (its last 503s met late again, issue 31).
+    bodies = _HeldBodies(2 * (step.workers + max(step.wait_threads, 0))) if ahead is not None else None
 
     turns = step.turns or contextlib.nullcontext()
 
     def download(task: Task) -> ItemOutcome:
-        settles = False
+        settles = holds_body = False
         if ahead is not None and not ahead.take():
             raise _StepEnding("the step is ending: not downloaded")
+        may_keep_body = bodies is None or bodies.take()
         try:
             with turns:
-                item = _download_one(runtime, task, step)
+                item = _download_one(runtime, task, step, keep_body=may_keep_body)
             settles = ahead is not None and item.error is None and item.result is not None
+            holds_body = settles and bodies is not None and item.result.body is not None
             return item
         finally:
             order.finished(task)
             if ahead is not None and not settles:
                 ahead.give_back(committed=False)
+            if bodies is not None and may_keep_body and not holds_body:
+                bodies.give_back()  # no body waits for a settle: the share is free again
 
     def settle(item: ItemOutcome) -> ItemOutcome:
         if item.error is not None or item.result is None:
@@ -217,6 +223,8 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
             return item
         finally:
             ahead.give_back(committed=committed)
+            if item.result.body is not None:
+                bodies.give_back()
 
     # The continuation runs on threads of its own (as many as the workers), and the
     # downloads run ahead of it (_RunAhead says how far): so a server's 503 or 429 is
@@ -282,11 +290,10 @@ class _RunAhead:
     takes what the downloads bring. Each download holds a credit until its item
     is settled (or ends without a settle); a step starts with one per worker (as
     many downloads as when each worker settled its own item before the next),
-    and every commit adds one, up to `ceiling`. So a store that refuses the first
-    commits (a full disk, a failing bucket: they halt the step) sees no download
-    start before the halt is known, as before; a store that takes them lets the
-    downloads get `ceiling` items ahead. Without the ceiling that was the claimed
-    batch: about (512 + workers) / 2 bodies of up to 256 KiB held at once.
+    and every commit adds one. So a store that refuses the first commits (a full
+    disk, a failing bucket: they halt the step) sees no download start before the
+    halt is known, as before; a store that takes them lets the downloads get as
+    far ahead as the claimed batch (the memory that costs is `_HeldBodies`').
     Tokens in a SimpleQueue, as `_Turns`.
 
     `close` ends the step's waits: a download waiting for a credit that only a
@@ -295,12 +302,10 @@ class _RunAhead:
     the pool's join with it, forever.
     """
 
-    def __init__(self, workers: int, ceiling: int) -> None:
+    def __init__(self, workers: int) -> None:
         self._credits: queue.SimpleQueue[None] = queue.SimpleQueue()
         for _ in range(workers):
             self._credits.put(None)
-        self._more = max(0, ceiling - workers)  # credits commits may still add
-        self._added = itertools.count()  # next() is atomic: the settle threads share it
         self._closed = False
 
     def take(self) -> bool:
@@ -313,12 +318,32 @@ class _RunAhead:
 
     def give_back(self, *, committed: bool) -> None:
         self._credits.put(None)
-        if committed and next(self._added) < self._more:
+        if committed:
             self._credits.put(None)
 
     def close(self) -> None:
         self._closed = True
         self._credits.put(None)
+
+
+class _HeldBodies:
+    """How many downloaded small bodies may wait in memory for their settle (`limit`)."""
+
+    def __init__(self, limit: int) -> None:
+        self._free = limit
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        """A share for one more body, if one is free (never waits: without one, no body is kept)."""
+        with self._lock:
+            if self._free <= 0:
+                return False
+            self._free -= 1
+            return True
+
+    def give_back(self) -> None:
+        with self._lock:
+            self._free += 1
 
 
 class _StepEnding(Exception):
@@ -355,7 +380,7 @@ class _Turns:
             self._tokens.get()
 
 
-def _download_one(runtime: Runtime, task: Task, step: _BatchContext) -> ItemOutcome:
+def _download_one(runtime: Runtime, task: Task, step: _BatchContext, keep_body: bool = True) -> ItemOutcome:
     halted = step.halted
     started = time.time()
     if task.platform in halted:
@@ -395,7 +420,7 @@ def _download_one(runtime: Runtime, task: Task, step: _BatchContext) -> ItemOutc
         request = DownloadRequest(
             url, runtime.store.staging_path(task.staging_name), headers=adapter.download_headers(record),
             validator=task.etag, expected_size=task.expected_size, platform=task.platform,
-            resolve=resolve if task.resolve_ref else None,
+            resolve=resolve if task.resolve_ref else None, keep_body=keep_body,
         )
         result = download_with_retries(runtime.session, request, step.policy(runtime, task.platform), on_attempt)
         error = None
