@@ -15,6 +15,17 @@ WORLDS = {
 }
 LATENCY_MS = 100.0  # before every media answer: the I/O-bound world the worker rows ask for
 API_LATENCY_MS = 50.0  # before every API answer (feed pages, play URLs): a real API takes 100-300 ms
+# The ranged-run rows' shard layouts (issue 28): bilibili has three times the sources of the others.
+RANGED_10K = dict(bilibili=12, weibo=4, facebook=4, urls=4)
+RANGED_100K = dict(bilibili=120, weibo=40, facebook=40, urls=40)
+
+
+def _ranged(world: str, workers: int, shards: dict, shards_per_run: int = 4, **more) -> dict:
+    """A daemon row of ranged runs through the code server (issue 28's rows)."""
+    return dict(kind="daemon", world=world, workers=workers, code_server=True, shards_per_run=shards_per_run,
+                **more, shards=shards)
+
+
 ROWS = {  # --all runs them in this order
     "pg-1k-w1": dict(kind="daemon", world="1k", workers=1),
     "pg-1k-w4": dict(kind="daemon", world="1k", workers=4),
@@ -67,31 +78,21 @@ EXTRA_ROWS = {"pg-100k-w4": dict(kind="daemon", world="100k", workers=4, shards=
               # Issue 28: ranged runs. The -cs rows' world and run sizes (~1,100 items a run, 12 runs), each run
               # now 4 partitions of one platform and day (bilibili 12 shards, the others 4; shards_per_run 4):
               # 48 partitions in 12 runs, so the figures per run compare with the -cs rows' one-partition runs.
-              "pg-10k-w1-r": dict(kind="daemon", world="10k-2d", workers=1, code_server=True, shards_per_run=4,
-                                  shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
-              "pg-10k-w4-r": dict(kind="daemon", world="10k-2d", workers=4, code_server=True, shards_per_run=4,
-                                  shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
-              "pg-100k-w4-r": dict(kind="daemon", world="100k-2d", workers=4, code_server=True, shards_per_run=4,
-                                   shards=dict(bilibili=120, weibo=40, facebook=40, urls=40)),
+              "pg-10k-w1-r": _ranged("10k-2d", 1, RANGED_10K),
+              "pg-10k-w4-r": _ranged("10k-2d", 4, RANGED_10K),
+              "pg-100k-w4-r": _ranged("100k-2d", 4, RANGED_100K),
               # The same with CeleryRunLauncher (deploy/celery_run_launcher.yaml): each run in a warm Celery
               # pool process, `workers` run workers of one slot each.
-              "pg-10k-w1-r-cl": dict(kind="daemon", world="10k-2d", workers=1, code_server=True, shards_per_run=4,
-                                     run_launcher="celery", shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
-              "pg-10k-w4-r-cl": dict(kind="daemon", world="10k-2d", workers=4, code_server=True, shards_per_run=4,
-                                     run_launcher="celery", shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
-              "pg-100k-w4-r-cl": dict(kind="daemon", world="100k-2d", workers=4, code_server=True, shards_per_run=4,
-                                      run_launcher="celery", shards=dict(bilibili=120, weibo=40, facebook=40, urls=40)),
+              "pg-10k-w1-r-cl": _ranged("10k-2d", 1, RANGED_10K, run_launcher="celery"),
+              "pg-10k-w4-r-cl": _ranged("10k-2d", 4, RANGED_10K, run_launcher="celery"),
+              "pg-100k-w4-r-cl": _ranged("100k-2d", 4, RANGED_100K, run_launcher="celery"),
               # Runs twice as long (~2,300 items, a minute of work at 4 threads): 1 day of 640 sources a
               # platform, 6 runs. Fewer runs than 4 workers can overlap twice: for the share, not for 4 vs 1.
-              "pg-10k-w4-r1d": dict(kind="daemon", world="10k-1d", workers=4, code_server=True, shards_per_run=4,
-                                    shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
+              "pg-10k-w4-r1d": _ranged("10k-1d", 4, RANGED_10K),
               # Runs of ~2,200 items at 100k (shards_per_run 8: 60 runs of 8 partitions), the run length
               # docs/SHARDS.md asks of a slow host; pg-10k-w4-r1d is its 10k counterpart (6 runs of ~2,300).
-              "pg-100k-w4-r8": dict(kind="daemon", world="100k-2d", workers=4, code_server=True, shards_per_run=8,
-                                    shards=dict(bilibili=120, weibo=40, facebook=40, urls=40)),
-              "pg-100k-w4-r8-cl": dict(kind="daemon", world="100k-2d", workers=4, code_server=True, shards_per_run=8,
-                                       run_launcher="celery", shards=dict(bilibili=120, weibo=40, facebook=40, urls=40)),
-              "pg-10k-w4-r1d-cl": dict(kind="daemon", world="10k-1d", workers=4, code_server=True, shards_per_run=4,
-                                       run_launcher="celery", shards=dict(bilibili=12, weibo=4, facebook=4, urls=4)),
+              "pg-100k-w4-r8": _ranged("100k-2d", 4, RANGED_100K, shards_per_run=8),
+              "pg-100k-w4-r8-cl": _ranged("100k-2d", 4, RANGED_100K, shards_per_run=8, run_launcher="celery"),
+              "pg-10k-w4-r1d-cl": _ranged("10k-1d", 4, RANGED_10K, run_launcher="celery"),
               # The daemon with nothing to run, 640 sources: its per-second CPU (queue, sensors, monitoring).
               "daemon-idle-10k": dict(kind="idle", world="10k", workers=4, seconds=90)}
