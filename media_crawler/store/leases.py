@@ -17,8 +17,8 @@ from sqlalchemy import and_, func, or_, select, update
 from media_crawler.store.database import lock_rows_in_id_order
 from media_crawler.models import Lease
 from media_crawler.store.ledger import (
-    CLAIM_LIMIT, DISCOVERED, DOWNLOADING, RETRY_WAIT, TASK_COLUMNS, Ledger, SourceScope, T, Task, task_from_row,
-    where_sources)
+    CLAIM_LIMIT, DISCOVERED, DOWNLOADING, RETRY_WAIT, SQLITE_NO_ABORT, TASK_COLUMNS, Ledger, SourceScope, T, Task,
+    task_from_row, where_sources)
 
 _CHUNK = 500  # ids per IN (...) list: far below SQLite's variable limit
 # A verify or commit lease's length; its holder's keeper (pipeline/leases.py) renews it a third of the way in.
@@ -100,7 +100,8 @@ def claim_downloads(
         if not rows:
             return []
         ids = [row[0] for row in rows]  # TASK_COLUMNS begin with the id
-        conn.execute(update(T).where(T.c.id.in_(ids)).values(
+        # One statement for the batch, without a statement journal on SQLite (ledger.SQLITE_NO_ABORT).
+        conn.execute(update(T).prefix_with(SQLITE_NO_ABORT, dialect="sqlite").where(T.c.id.in_(ids)).values(
             state=DOWNLOADING, lease_owner=lease.owner, lease_expires_at=now + lease.seconds, claimed_at=now,
             run_id=lease.run_id, updated_at=now,
         ))

@@ -105,3 +105,13 @@ def test_apply_writes_many_shapes_in_order_and_respects_lease_owners(ledger):
         stamps = conn.execute(select(schema.tasks.c.updated_at).where(schema.tasks.c.id == mine[0].id)).scalar()
     assert stamps >= now
     assert ledger.apply([]) == 0
+
+
+def test_a_new_row_without_a_required_column_is_refused_and_its_batch_written_by_none(ledger):
+    """SQLite inserts with OR IGNORE (no statement journal: ledger.SQLITE_NO_ABORT); a row
+    missing a NOT NULL column must still fail the batch there, as PostgreSQL's NOT NULL does."""
+    without_url = MediaRecord(platform="urls", item_id="bad", variant="file", kind="image",
+                              canonical_url="https://example.org/bad", media_url=None)
+    with pytest.raises(ledger.engine.dialect.dbapi.IntegrityError, match="media_url"):
+        ledger.record_discovered([record(1), without_url], source_key="s", day="d")
+    assert ledger.tasks() == []
