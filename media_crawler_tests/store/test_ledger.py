@@ -87,3 +87,18 @@ def test_opening_twice_does_not_migrate_twice(tmp_path):
 
     dispose_engines()
     assert len(Ledger(url).tasks()) == 1
+
+
+def test_sqlite_checkpoints_its_wal_every_4000_pages_not_every_1000(tmp_path):
+    """store/database.py WAL_CHECKPOINT_PAGES: a ledger page rewritten by many batches is
+    copied into the database once per checkpoint; a commit below the mark copies nothing."""
+    import os
+
+    path = tmp_path / "ledger.db"
+    ledger = Ledger(f"sqlite:///{path}")
+    with ledger.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 4000
+    size_before = os.path.getsize(path)
+    ledger.record_discovered([record(n) for n in range(14_000)], source_key="s", day="d")  # >1,000 pages
+    wal_pages = os.path.getsize(f"{path}-wal") // (4096 + 24)
+    assert 1000 < wal_pages < 4000 and os.path.getsize(path) == size_before  # not checkpointed yet
