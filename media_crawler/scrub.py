@@ -230,17 +230,21 @@ def excerpt(text: str | None, limit: int, extra: Iterable[str | None] = ()) -> s
     by someone else, or when the rest of the secret lies past the pre-cut margin."""
     if not text:
         return text or ""
-    extra = [value for value in extra if value]
+    if extra:  # (an empty tuple, the usual `extra`, needs no copy: a header value's excerpt is per item)
+        extra = [value for value in extra if value]
     if len(text) > limit + _PRE_CUT_MARGIN:
         text = text[:limit + _PRE_CUT_MARGIN]
     text = scrub_text(text, extra)
-    if len(text) <= limit:
-        return _mask_cut_secret(text, extra)
-    return _mask_cut_secret(text[:limit], extra)
+    if len(text) > limit:
+        text = text[:limit]
+    # With no secret registered and none given, no tail can start one.
+    return _mask_cut_secret(text, extra) if extra or _REGISTERED else text
 
 
 def _mask_cut_secret(text: str, extra: Iterable[str]) -> str:
     """`text` whose tail, if it is the start of a secret form, is masked (the longest such tail)."""
+    if len(text) < MIN_SECRET_LENGTH:  # a start shorter than that is not masked (nor registered)
+        return text
     longest = 0
     tail = text[-MIN_SECRET_LENGTH:]
     for secret in (*_REGISTERED, *extra):

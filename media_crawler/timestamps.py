@@ -10,9 +10,14 @@ def utc_timestamp(epoch: float) -> str:
     micros = round((epoch - seconds) * 1e6)  # rounded to the microsecond first, as datetime does
     if micros >= 1_000_000:
         seconds, micros = seconds + 1, micros - 1_000_000
-    return f"{_utc_second(seconds)}.{micros // 1000:03d}Z"
+    cached_seconds, text = _last_second  # (the cache's test inline: every log line asks)
+    if cached_seconds != seconds:
+        text = _utc_second(seconds)
+    return text + _MILLISECONDS[micros // 1000]
 
 
+# ".000Z" to ".999Z", the end of every timestamp: one look-up, not a format spec parsed per line.
+_MILLISECONDS = tuple(f".{millis:03d}Z" for millis in range(1000))
 _last_second: tuple[int, str] = (-1, "")
 
 

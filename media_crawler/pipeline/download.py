@@ -25,7 +25,7 @@ from media_crawler.download.retry import AttemptReport, download_with_retries
 from media_crawler import errors
 from media_crawler.errors import CrawlError, ErrorClass, policy_for
 from media_crawler.models import DayWindow, Lease
-from media_crawler.observe.events import log_item, one_line_for_stages
+from media_crawler.observe.events import log_item, log_stages
 from media_crawler.observe.progress import LogSink, Progress
 from media_crawler.pipeline.report import BYTES_COMMITTED, StageReport
 from media_crawler.pipeline.runtime import Runtime
@@ -469,9 +469,11 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
         report.ok += 1
         report.bytes += result.bytes_received
         report.durations_ms.append(item.duration_ms)
-        line = dict(stage="download", platform=task.platform, canonical_url=task.canonical_url, outcome="ok",
-                    task_id=task.id, attempt=item.attempts, duration_ms=item.duration_ms,
-                    bytes=result.size, bytes_received=result.bytes_received, resumed_from=result.resumed_from or None)
+        line = {"stage": "download", "platform": task.platform, "canonical_url": task.canonical_url, "outcome": "ok",
+                "task_id": task.id, "attempt": item.attempts, "duration_ms": item.duration_ms,
+                "bytes": result.size, "bytes_received": result.bytes_received}
+        if result.resumed_from:  # (left out, not None, when nothing was resumed: the merged line then needs no sifting)
+            line["resumed_from"] = result.resumed_from
         downloaded = Downloaded(result.sha256, result.size, result.validator, item.started_at, item.attempts,
                                 response=result.response_said())
         if item.follow_up is None:
@@ -479,7 +481,7 @@ def _record(report: StageReport, item: ItemOutcome, halted: dict[str, CrawlError
             return downloaded
         # Settled in the worker (fetch-urls): one line for the three stages, not three
         # (at thousands of items a second the lines were a tenth of the interpreter's work).
-        log_item(**one_line_for_stages([line, *item.follow_up.lines]))
+        log_stages([line, *item.follow_up.lines])
         _count_follow_up(report, task, item.follow_up)
         return Then(downloaded, item.follow_up.transition)
     error = item.error

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from media_crawler.observe.events import ITEM_KEYS, correlation, log_item, one_line_for_stages
+from media_crawler.observe.events import ITEM_KEYS, correlation, log_item, log_stages, one_line_for_stages
 from media_crawler.observe.logging import JsonFormatter, configure, ensure_configured
 from media_crawler.scrub import register_environment_secrets, scrub_text
 from media_crawler_tests.observe.support import TS_PATTERN
@@ -192,6 +192,40 @@ def test_item_lines_written_without_a_record_are_those_a_record_makes(monkeypatc
     assert direct.count("\n") == 12 and "_2AkMobsFakeSub77" not in direct and "abc123secret" not in direct
     messages = [json.loads(line)["msg"] for line in direct.splitlines()]
     assert ("x" in messages) == (debug != "1"), "the trace is cut from `msg` unless MEDIA_CRAWLER_DEBUG=1"
+
+
+def test_the_line_for_several_stages_is_log_item_of_their_merged_fields(captured):
+    """log_stages (fetch-urls' line per item) hands the merged fields over as a dict: the same
+    line as log_item(**one_line_for_stages(...)), renamed, dropped and None fields included,
+    whether the names were met before or not, straight to the handler or through a record."""
+    url = "https://cdn.example.org/a.jpg?token=t0ps3cret&x=1"
+    item = {"platform": "urls", "canonical_url": url, "task_id": 7}
+
+    def shapes(odd: str) -> list[list[dict]]:
+        download = {**item, "stage": "download", "outcome": "ok", "attempt": 1, "duration_ms": 20.0, "bytes": 10,
+                    "bytes_received": 10, "resumed_from": None, odd: "first"}
+        verify = {**item, "stage": "verify", "outcome": "failed", "attempt": 2, "duration_ms": 1.25, "bytes": None,
+                  "error_class": "bad_signature", "message": "GET " + url, "final_state": "discovered"}
+        commit = {**item, "stage": "commit", "outcome": "ok", "attempt": 1, "sha256": "cd" * 32, "bytes": 10,
+                  "deduplicated": False, "duration_ms": 1.5, "args": "shadowed"}
+        return [[download, verify], [download, verify, commit], [commit]]
+
+    logger = logging.getLogger("media_crawler")
+    for odd in ("never_seen_before_name", "never_seen_before_name", "_dropped_name"):
+        for through_a_record in (False, True):
+            if through_a_record:
+                logger.handlers[0].addFilter(lambda record: True)  # any filter: only a record will do
+            for lines in shapes(odd):
+                log_item(**one_line_for_stages([dict(fields) for fields in lines]))
+                log_stages([dict(fields) for fields in lines])
+            logger.handlers[0].filters.clear()
+    written = captured()
+    assert len(written) == 36 and "t0ps3cret" not in json.dumps(written)
+    for expected, line in zip(written[::2], written[1::2]):
+        assert line == {**expected, "ts": line["ts"]}
+    assert written[0]["error_message"] == "GET https://cdn.example.org/a.jpg?x=1" and written[0]["bytes"] == 10
+    assert written[2]["field_args"] == "shadowed" and not any("_dropped_name" in line for line in written[-12:])
+    assert written[-12]["download"] == "ok"
 
 
 def test_item_lines_go_through_a_record_for_any_other_handler_or_a_field_the_formatter_drops(captured):

@@ -55,8 +55,10 @@ def next_feed_url(body: Any, feed_url: str) -> str | None:
 
 
 def item_published_at(item: Any) -> datetime | None:
-    if not isinstance(item, Mapping):
-        return None
+    return _published_at(item) if isinstance(item, Mapping) else None
+
+
+def _published_at(item: Mapping[str, Any]) -> datetime | None:
     for name in ("published_at", "date", "created_at", "time"):
         value = item.get(name)
         if value is None:  # the usual case, an undated item: no parse to try
@@ -100,9 +102,12 @@ def item_url(feed_url: str, listed: str) -> str:
 
 def item_record(item: Mapping[str, Any], feed_url: str) -> MediaRecord:
     url = item_url(feed_url, require(as_str(item.get("url")), "items[].url"))
-    sha256 = (as_str(item.get("sha256")) or "").lower() or None
-    if sha256 is not None and not _SHA256.match(sha256):
-        raise MissingField(f"items[].sha256 {excerpt(repr(sha256), 18)} is not a sha256 hex digest")
+    sha256 = as_str(item.get("sha256"))
+    if sha256 is not None:
+        sha256 = sha256.lower()
+        if not _SHA256.match(sha256):
+            raise MissingField(f"items[].sha256 {excerpt(repr(sha256), 18)} is not a sha256 hex digest")
+    title, page_url = item.get("title"), item.get("page_url")
     return MediaRecord(
         platform=PLATFORM,
         # A re-signed URL is the same file: its signature parameters are no part of its identity.
@@ -111,10 +116,11 @@ def item_record(item: Mapping[str, Any], feed_url: str) -> MediaRecord:
         kind=guess_kind(url, item.get("type") or item.get("kind")),
         canonical_url=scrub_url(url),  # a signed feed URL must not become a logged identity
         media_url=url,
-        published_at=item_published_at(item),
+        published_at=_published_at(item),  # (`item` answered .get: a Mapping, or a failed item already)
         expected_sha256=sha256,
         expected_size=as_size(item.get("size")),
-        meta=compact(title=as_str(item.get("title")), post_url=as_str(item.get("page_url"))),
+        # Most feeds give neither: no keyword call to make an empty dict of two Nones.
+        meta={} if title is None and page_url is None else compact(title=as_str(title), post_url=as_str(page_url)),
     )
 
 
