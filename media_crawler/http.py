@@ -116,7 +116,7 @@ def parse_response_headers(fp) -> http.client.HTTPMessage:
     through the email policy (~2 us each, and a response's readers made a dozen).
     """
     lines = http.client._read_headers(fp)
-    message = http.client.HTTPMessage()
+    pairs: list[tuple[str, str]] = []
     first: dict[str, str] = {}
     joined: dict[str, str] = {}
     for line in lines:
@@ -125,13 +125,18 @@ def parse_response_headers(fp) -> http.client.HTTPMessage:
         match = _PLAIN_HEADER.fullmatch(line.decode("iso-8859-1"))
         if match is None:
             return email.parser.Parser(_class=http.client.HTTPMessage).parsestr(b"".join(lines).decode("iso-8859-1"))
-        name, value = match.group(1, 2)
-        message[name] = value
-        key = name.lower()
+        pair = match.group(1, 2)
+        pairs.append(pair)
+        key = pair[0].lower()
         if key in joined:
-            joined[key] = f"{joined[key]}, {value}"
+            joined[key] = f"{joined[key]}, {pair[1]}"
         else:
-            first[key] = joined[key] = value
+            first[key] = joined[key] = pair[1]
+    message = http.client.HTTPMessage()
+    # What `message[name] = value` stores under compat32 (HTTPMessage's policy): the pair as it
+    # is (header_store_parse), no count limit (header_max_count is None). Set at once: the
+    # policy's two calls per header were ~1.5 us each, seven headers a response.
+    message._headers = pairs
     message._quick_headers = QuickHeaders(first, joined)
     return message
 
@@ -154,12 +159,27 @@ def quick_headers(message: http.client.HTTPMessage) -> QuickHeaders | None:
     return getattr(message, "_quick_headers", None)
 
 
+# The response's socket buffer. http.client reads through io's default 8 KiB: the status
+# line's first fill took the headers and a few KiB of body, and a 20 KB image then needed a
+# second receive, and a second chunk to hash, write and loop over. At 64 KiB the first fill
+# takes what has arrived of a small body too (below malloc's mmap threshold: no system
+# call to allocate it). A larger read goes past the buffer anyway (BufferedReader.read1
+# reads straight into its result once the buffer is empty), so large bodies are unchanged.
+RESPONSE_BUFFER_BYTES = 64 * 1024
+
+
 class QuickHeadersResponse(http.client.HTTPResponse):
-    """http.client's response, its headers read by `parse_response_headers`.
+    """http.client's response, its headers read by `parse_response_headers`, its socket
+    read through a RESPONSE_BUFFER_BYTES buffer.
 
     begin() is http.client's (Python 3.11-3.13) with that one call changed: the
     stdlib calls its module's parse_headers by name, so there is no other hook.
     """
+
+    def __init__(self, sock, debuglevel=0, method=None, url=None) -> None:
+        # http.client's __init__ (3.11-3.13) makes its reader with sock.makefile("rb"): it is
+        # handed a socket whose makefile gives the larger buffer instead.
+        super().__init__(_LargerBuffer(sock), debuglevel, method, url)
 
     def begin(self) -> None:
         if self.headers is not None:
@@ -218,3 +238,15 @@ class QuickHeadersResponse(http.client.HTTPResponse):
         if proxy_connection and "keep-alive" in proxy_connection.lower():
             return False
         return True
+
+
+class _LargerBuffer:
+    """What HTTPResponse.__init__ asks of its socket (makefile), with the larger buffer."""
+
+    __slots__ = ("_sock",)
+
+    def __init__(self, sock) -> None:
+        self._sock = sock
+
+    def makefile(self, mode: str):
+        return self._sock.makefile(mode, RESPONSE_BUFFER_BYTES)

@@ -106,3 +106,24 @@ def test_the_quick_lookups_answer_as_the_message_does(block):
     for name in names:
         assert quick.first.get(name) == message.get(name)
         assert quick.joined.get(name) == (", ".join(message.get_all(name)) if name in message else None)
+
+
+def test_a_small_body_sent_with_its_headers_is_read_in_the_first_receive():
+    """The response reads its socket through RESPONSE_BUFFER_BYTES, not io's 8 KiB: a 20 KB
+    body that arrived with its headers is all buffered by begin(), and read1 hands it over in
+    one piece (one hash update, one write), where http.client's reader needs another receive."""
+    from media_crawler.http import RESPONSE_BUFFER_BYTES
+
+    body = bytes(range(256)) * 80
+    assert len(body) < RESPONSE_BUFFER_BYTES - 1024
+
+    def first_piece(response_class):
+        client, server = socket.socketpair()
+        with client, server:
+            server.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            response = response_class(client, method="GET")
+            response.begin()
+            return response.read1(1 << 18)
+
+    assert first_piece(QuickHeadersResponse) == body
+    assert len(first_piece(http.client.HTTPResponse)) < len(body)

@@ -13,7 +13,9 @@ media path's next GET on it goes through `http.client` directly:
   connect (net/pinning.py `_new_conn`) is unchanged;
 - the address the connection dialled is judged again under the policy in force,
   as `_PinnedMixin.request` does (net/pinning.py `judge_reuse`);
-- the headers are validated by http.client's `putheader` (no CR/LF injection);
+- the headers are validated by http.client's `putheader` (no CR/LF injection), on a
+  scratch connection once per distinct header set (`_header_lines`): an item's headers are
+  its platform's, the same for every item, and four putheader calls were ~8 us a GET;
 - the socket waits `timeouts.read` for the response headers, then the caller's
   stall timeout applies to the body (fetcher.py);
 - every failure is raised as the urllib3 exception `urlopen` / `read1` would
@@ -25,10 +27,9 @@ media path's next GET on it goes through `http.client` directly:
 from __future__ import annotations
 
 import errno
+import functools
 import http.client
 import socket
-from typing import Mapping
-
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.exceptions import InvalidHeader, ProtocolError, ReadTimeoutError, SSLError
 
@@ -148,13 +149,15 @@ class KeptAliveResponse:
 _POOL_LENDS = all(callable(getattr(HTTPConnectionPool, name, None)) for name in ("_get_conn", "_put_conn"))
 
 
-def get_on_kept_alive(pool: HTTPConnectionPool, request_uri: str, headers: Mapping[str, str],
+def get_on_kept_alive(pool: HTTPConnectionPool, request_uri: str, headers: tuple[tuple[str, str], ...],
                       read_timeout: float | None) -> KeptAliveResponse | None:
-    """GET request_uri on one of pool's open connections; None when the pool has
-    none open (the caller then goes through urllib3's urlopen, which connects).
-    Call it under net/pinning.py `under_policy`, as urlopen is."""
+    """GET request_uri with `headers` (name, value pairs, in sending order) on one of
+    pool's open connections; None when the pool has none open (the caller then goes
+    through urllib3's urlopen, which connects). Call it under net/pinning.py
+    `under_policy`, as urlopen is."""
     if not _POOL_LENDS:
         return None
+    lines, skip_host, skip_accept_encoding = _header_lines(pool.ConnectionCls, headers)  # ValueError: refused
     connection = pool._get_conn()  # a dropped connection comes back closed
     if connection.sock is None:
         pool._put_conn(connection)
@@ -163,12 +166,10 @@ def get_on_kept_alive(pool: HTTPConnectionPool, request_uri: str, headers: Mappi
         judge_reuse(connection)
         if connection.sock.gettimeout() != read_timeout:  # settimeout is a system call even when nothing changes
             connection.sock.settimeout(read_timeout)
-        names = {name.lower() for name in headers}
         try:
-            connection.putrequest("GET", request_uri, skip_host="host" in names,
-                                  skip_accept_encoding="accept-encoding" in names)
-            for name, value in headers.items():
-                connection.putheader(name, value)
+            connection.putrequest("GET", request_uri, skip_host=skip_host, skip_accept_encoding=skip_accept_encoding)
+            if lines:
+                connection._output(lines)  # as putheader does with each line; endheaders joins them
             connection.endheaders()
         except BrokenPipeError:
             pass  # as urlopen: the server hung up; its answer (or its absence) says why
@@ -197,6 +198,24 @@ def get_on_kept_alive(pool: HTTPConnectionPool, request_uri: str, headers: Mappi
         response.close()
         _close_and_return(pool, connection)
         raise
+
+
+@functools.lru_cache(maxsize=64)
+def _header_lines(connection_class: type[http.client.HTTPConnection],
+                  headers: tuple[tuple[str, str], ...]) -> tuple[bytes, bool, bool]:
+    """The header lines `connection_class`'s putheader writes for `headers`, joined as
+    endheaders joins them, and whether they hold Host and Accept-Encoding (else putrequest
+    adds its own). Written by putheader itself, on a connection that never connects, so
+    every check it makes (no CR/LF or other control character in a value, a token for a
+    name, urllib3's SKIP_HEADER rule) refuses what it refuses, with its ValueError (which
+    lru_cache does not keep: a refused set is refused again each time)."""
+    scratch = connection_class("header-lines.invalid")
+    scratch.putrequest("GET", "/", skip_host=True, skip_accept_encoding=True)
+    start = len(scratch._buffer)  # the request line
+    for name, value in headers:
+        scratch.putheader(name, value)
+    names = {name.lower() for name, _ in headers}
+    return b"\r\n".join(scratch._buffer[start:]), "host" in names, "accept-encoding" in names
 
 
 def _close_and_return(pool: HTTPConnectionPool, connection) -> None:
