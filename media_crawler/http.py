@@ -96,8 +96,17 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 # A header line the quick parse takes as it is: a token name, a colon, a value of visible
 # characters, spaces and tabs. Anything else (a folded line, a name with a space, a line
 # without a colon, a stray CR or NUL) goes to the standard library's email parser, so
-# every odd answer is read exactly as http.client reads it.
-_PLAIN_HEADER = re.compile(r"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*)\r?\n")
+# every odd answer is read exactly as http.client reads it. The value is the line after
+# its leading blanks, as compat32 stores it; it starts with a non-blank (or is empty), so
+# the blanks and the value split one way only: with `[ \t]*(.*)` a line of 60,000 blanks
+# then a control character cost ~45 s of backtracking to refuse.
+_PLAIN_LINE = r"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*((?:[^\x00-\x20\x7f][^\x00-\x08\x0a-\x1f\x7f]*)?)\r?\n"
+_PLAIN_HEADER = re.compile(_PLAIN_LINE)
+# A block of plain lines: ended by the blank line, or by the end of the stream (the lines
+# http.client's _read_headers returns then end with b"").
+_PLAIN_LINES = re.compile(f"(?:{_PLAIN_LINE})*(?:\r?\n)?")
+# The same block at the start of what the response's buffer holds, up to its blank line.
+_BUFFERED_BLOCK = re.compile(f"(?:{_PLAIN_LINE})*\r?\n".encode("iso-8859-1"))
 
 
 def parse_response_headers(fp) -> http.client.HTTPMessage:
@@ -115,23 +124,22 @@ def parse_response_headers(fp) -> http.client.HTTPMessage:
     off the same pairs (`quick_headers`): a lookup in the message walks every header
     through the email policy (~2 us each, and a response's readers made a dozen).
     """
-    lines = http.client._read_headers(fp)
-    pairs: list[tuple[str, str]] = []
+    block = _buffered_block(fp)
+    if block is None:
+        text = b"".join(http.client._read_headers(fp)).decode("iso-8859-1")
+        if _PLAIN_LINES.fullmatch(text) is None:
+            return email.parser.Parser(_class=http.client.HTTPMessage).parsestr(text)
+    else:
+        text = block.decode("iso-8859-1")
+    pairs = _PLAIN_HEADER.findall(text)
     first: dict[str, str] = {}
     joined: dict[str, str] = {}
-    for line in lines:
-        if line in (b"\r\n", b"\n", b""):  # the blank line (or the end of the stream) ends the block
-            break
-        match = _PLAIN_HEADER.fullmatch(line.decode("iso-8859-1"))
-        if match is None:
-            return email.parser.Parser(_class=http.client.HTTPMessage).parsestr(b"".join(lines).decode("iso-8859-1"))
-        pair = match.group(1, 2)
-        pairs.append(pair)
-        key = pair[0].lower()
+    for name, value in pairs:
+        key = name.lower()
         if key in joined:
-            joined[key] = f"{joined[key]}, {pair[1]}"
+            joined[key] = f"{joined[key]}, {value}"
         else:
-            first[key] = joined[key] = pair[1]
+            first[key] = joined[key] = value
     message = http.client.HTTPMessage()
     # What `message[name] = value` stores under compat32 (HTTPMessage's policy): the pair as it
     # is (header_store_parse), no count limit (header_max_count is None). Set at once: the
@@ -139,6 +147,25 @@ def parse_response_headers(fp) -> http.client.HTTPMessage:
     message._headers = pairs
     message._quick_headers = QuickHeaders(first, joined)
     return message
+
+
+def _buffered_block(fp) -> bytes | None:
+    """The header block, taken from fp's buffer in one read when the buffer holds all of it
+    and every line is plain (else None, and nothing is taken): readline per line through
+    http.client's _read_headers was a third of the parse. Only when _read_headers would
+    return the same lines without complaint: the whole block within its line length limit
+    (so every line is), and no more lines, the blank one included, than its header limit."""
+    peek = getattr(fp, "peek", None)
+    if peek is None:
+        return None
+    buffered = peek()
+    match = _BUFFERED_BLOCK.match(buffered)
+    if match is None:
+        return None
+    end = match.end()
+    if end > http.client._MAXLINE or buffered.count(b"\n", 0, end) > http.client._MAXHEADERS:
+        return None
+    return fp.read(end)
 
 
 class QuickHeaders:

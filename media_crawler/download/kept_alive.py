@@ -14,8 +14,9 @@ media path's next GET on it goes through `http.client` directly:
 - the address the connection dialled is judged again under the policy in force,
   as `_PinnedMixin.request` does (net/pinning.py `judge_reuse`);
 - the headers are validated by http.client's `putheader` (no CR/LF injection), on a
-  scratch connection once per distinct header set (`_header_lines`): an item's headers are
-  its platform's, the same for every item, and four putheader calls were ~8 us a GET;
+  scratch connection once per distinct header set and origin (`_header_lines`): an item's
+  headers are its platform's, the same for every item, and the four putheader calls
+  (Host's included) were ~8 us a GET;
 - the socket waits `timeouts.read` for the response headers, then the caller's
   stall timeout applies to the body (fetcher.py);
 - every failure is raised as the urllib3 exception `urlopen` / `read1` would
@@ -157,19 +158,22 @@ def get_on_kept_alive(pool: HTTPConnectionPool, request_uri: str, headers: tuple
     `under_policy`, as urlopen is."""
     if not _POOL_LENDS:
         return None
-    lines, skip_host, skip_accept_encoding = _header_lines(pool.ConnectionCls, headers)  # ValueError: refused
     connection = pool._get_conn()  # a dropped connection comes back closed
-    if connection.sock is None:
+    if connection.sock is None or connection._tunnel_host is not None:  # a tunnel's Host is not its own
         pool._put_conn(connection)
         return None
+    try:
+        lines = _header_lines(type(connection), connection.host, connection.port, headers)
+    except ValueError:  # a header putheader refuses: nothing was sent, the connection is fine
+        pool._put_conn(connection)
+        raise
     try:
         judge_reuse(connection)
         if connection.sock.gettimeout() != read_timeout:  # settimeout is a system call even when nothing changes
             connection.sock.settimeout(read_timeout)
         try:
-            connection.putrequest("GET", request_uri, skip_host=skip_host, skip_accept_encoding=skip_accept_encoding)
-            if lines:
-                connection._output(lines)  # as putheader does with each line; endheaders joins them
+            connection.putrequest("GET", request_uri, skip_host=True, skip_accept_encoding=True)
+            connection._output(lines)  # as putheader does with each line; endheaders joins them
             connection.endheaders()
         except BrokenPipeError:
             pass  # as urlopen: the server hung up; its answer (or its absence) says why
@@ -201,21 +205,20 @@ def get_on_kept_alive(pool: HTTPConnectionPool, request_uri: str, headers: tuple
 
 
 @functools.lru_cache(maxsize=64)
-def _header_lines(connection_class: type[http.client.HTTPConnection],
-                  headers: tuple[tuple[str, str], ...]) -> tuple[bytes, bool, bool]:
-    """The header lines `connection_class`'s putheader writes for `headers`, joined as
-    endheaders joins them, and whether they hold Host and Accept-Encoding (else putrequest
-    adds its own). Written by putheader itself, on a connection that never connects, so
-    every check it makes (no CR/LF or other control character in a value, a token for a
-    name, urllib3's SKIP_HEADER rule) refuses what it refuses, with its ValueError (which
-    lru_cache does not keep: a refused set is refused again each time)."""
-    scratch = connection_class("header-lines.invalid")
-    scratch.putrequest("GET", "/", skip_host=True, skip_accept_encoding=True)
-    start = len(scratch._buffer)  # the request line
+def _header_lines(connection_class: type[http.client.HTTPConnection], host: str, port: int,
+                  headers: tuple[tuple[str, str], ...]) -> bytes:
+    """The header lines a `connection_class` connection to host:port sends for `headers`
+    after its request line (its own Host and Accept-Encoding unless `headers` has them),
+    joined as endheaders joins them. Written by putrequest and putheader themselves, on a
+    connection that never connects, so every check they make (no CR/LF in a value, a token
+    for a name, urllib3's SKIP_HEADER rule) refuses what they refuse, with their ValueError
+    (which lru_cache does not keep: a refused set is refused again each time)."""
+    names = {name.lower() for name, _ in headers}
+    scratch = connection_class(host, port)
+    scratch.putrequest("GET", "/", skip_host="host" in names, skip_accept_encoding="accept-encoding" in names)
     for name, value in headers:
         scratch.putheader(name, value)
-    names = {name.lower() for name, _ in headers}
-    return b"\r\n".join(scratch._buffer[start:]), "host" in names, "accept-encoding" in names
+    return b"\r\n".join(scratch._buffer[1:])  # after the request line
 
 
 def _close_and_return(pool: HTTPConnectionPool, connection) -> None:
