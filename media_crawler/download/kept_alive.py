@@ -232,17 +232,26 @@ def _body_length(headers: KeptAliveHeaders, response: http.client.HTTPResponse) 
     http.client on both paths; this only says when an empty read is a cut."""
     length = None
     value = headers.get("content-length")
-    chunked = "chunked" in (part.strip() for part in (headers.get("transfer-encoding") or "").lower().split(","))
+    transfer_encoding = headers.get("transfer-encoding")
+    chunked = transfer_encoding is not None and "chunked" in (
+        part.strip() for part in transfer_encoding.lower().split(","))
     if value is not None and not chunked:
-        try:
-            lengths = {int(part) for part in value.split(",")}
-        except ValueError:
-            lengths = set()
-        if len(lengths) > 1:
-            raise InvalidHeader(f"Content-Length contained multiple unmatching values ({value})")
-        length = lengths.pop() if lengths else None
-        if length is not None and length < 0:
-            length = None
+        if value.isascii() and value.isdigit():  # one plain length (every CDN's), as _listed_length reads it
+            length = int(value)
+        else:
+            length = _listed_length(value)
     if response.status in (204, 304) or 100 <= response.status < 200:
         length = 0
     return length
+
+
+def _listed_length(value: str) -> int | None:
+    """A Content-Length that is a list ("5, 5") or odd, read as urllib3 reads it."""
+    try:
+        lengths = {int(part) for part in value.split(",")}
+    except ValueError:
+        lengths = set()
+    if len(lengths) > 1:
+        raise InvalidHeader(f"Content-Length contained multiple unmatching values ({value})")
+    length = lengths.pop() if lengths else None
+    return None if length is not None and length < 0 else length

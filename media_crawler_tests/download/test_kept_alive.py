@@ -207,3 +207,34 @@ def test_the_lean_get_sends_each_header_set_as_urllib3_sends_it(server, tmp_path
         download_to_part(transport, DownloadRequest(url, tmp_path / "r.part", headers=headers), POLICY)
     sent = [entry.headers for entry in server.requests_to("/a.jpg")]
     assert sent[2] == sent[4] == sent[0] and sent[3] == sent[1] != sent[0]
+
+
+@pytest.mark.parametrize("value", ["21434", "0", "5, 5", " 5", "+5", "5 ", "-1", "x", "", "5, 6", "1_0", "5,,5"])
+@pytest.mark.parametrize("transfer_encoding", [None, "chunked", "gzip, chunked"])
+def test_the_lean_response_judges_the_body_length_as_urllib3_does(value, transfer_encoding):
+    """kept_alive.py's `_body_length` (a plain length read at once, anything else as a
+    list) says what urllib3's response says for the same headers, or refuses alike."""
+    import http.client
+    import io
+
+    import urllib3
+    from urllib3.exceptions import InvalidHeader
+
+    from media_crawler.download.kept_alive import KeptAliveHeaders, _body_length
+    from media_crawler.http import parse_response_headers
+
+    headers = {"Content-Length": value} | ({"Transfer-Encoding": transfer_encoding} if transfer_encoding else {})
+    block = "".join(f"{name}: {text}\r\n" for name, text in headers.items()).encode() + b"\r\n"
+
+    def judged(read):
+        try:
+            return read()
+        except InvalidHeader:
+            return InvalidHeader
+
+    theirs = judged(lambda: urllib3.HTTPResponse(body=io.BytesIO(b""), headers=headers, status=200,
+                                                 preload_content=False, request_method="GET").length_remaining)
+    response = http.client.HTTPResponse.__new__(http.client.HTTPResponse)
+    response.status = 200
+    ours = judged(lambda: _body_length(KeptAliveHeaders(parse_response_headers(io.BytesIO(block))), response))
+    assert ours == theirs
