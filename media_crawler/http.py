@@ -132,14 +132,16 @@ def parse_response_headers(fp) -> http.client.HTTPMessage:
     else:
         text = block.decode("iso-8859-1")
     pairs = _PLAIN_HEADER.findall(text)
-    first: dict[str, str] = {}
-    joined: dict[str, str] = {}
-    for name, value in pairs:
-        key = name.lower()
-        if key in joined:
-            joined[key] = f"{joined[key]}, {value}"
-        else:
-            first[key] = joined[key] = value
+    joined = {name.lower(): value for name, value in pairs}
+    first = joined  # no name repeated (the usual block): each name's one value is both
+    if len(joined) < len(pairs):
+        first, joined = {}, {}
+        for name, value in pairs:
+            key = name.lower()
+            if key in joined:
+                joined[key] = f"{joined[key]}, {value}"
+            else:
+                first[key] = joined[key] = value
     message = http.client.HTTPMessage()
     # What `message[name] = value` stores under compat32 (HTTPMessage's policy): the pair as it
     # is (header_store_parse), no count limit (header_max_count is None). Set at once: the
@@ -172,8 +174,9 @@ class QuickHeaders:
     """A parsed header block's values by lower-case name, as `HTTPMessage.get` reads them
     (`first`: the first value of a name, the value as stored: compat32 hands a plain
     value back as it is) and as urllib3's HTTPHeaderDict joins them (`joined`: a repeated
-    name's values joined by ", "). Only for the readers right after the parse (the
-    response's begin(), download/kept_alive.py's headers): the message is not changed by then."""
+    name's values joined by ", "; the same dict as `first` when no name repeats). Only for
+    the readers right after the parse (the response's begin(), download/kept_alive.py's
+    headers), which never change them: the message is not changed by then either."""
 
     __slots__ = ("first", "joined")
 
