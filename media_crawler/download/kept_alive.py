@@ -31,6 +31,7 @@ import errno
 import functools
 import http.client
 import socket
+
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.exceptions import InvalidHeader, ProtocolError, ReadTimeoutError, SSLError
 
