@@ -96,8 +96,17 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 # A header line the quick parse takes as it is: a token name, a colon, a value of visible
 # characters, spaces and tabs. Anything else (a folded line, a name with a space, a line
 # without a colon, a stray CR or NUL) goes to the standard library's email parser, so
-# every odd answer is read exactly as http.client reads it.
-_PLAIN_HEADER = re.compile(r"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*)\r?\n")
+# every odd answer is read exactly as http.client reads it. The value is the line after
+# its leading blanks, as compat32 stores it; it starts with a non-blank (or is empty), so
+# the blanks and the value split one way only: with `[ \t]*(.*)` a line of 60,000 blanks
+# then a control character cost ~45 s of backtracking to refuse.
+_PLAIN_LINE = r"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*((?:[^\x00-\x20\x7f][^\x00-\x08\x0a-\x1f\x7f]*)?)\r?\n"
+_PLAIN_HEADER = re.compile(_PLAIN_LINE)
+# A block of plain lines: ended by the blank line, or by the end of the stream (the lines
+# http.client's _read_headers returns then end with b"").
+_PLAIN_LINES = re.compile(f"(?:{_PLAIN_LINE})*(?:\r?\n)?")
+# The same block at the start of what the response's buffer holds, up to its blank line.
+_BUFFERED_BLOCK = re.compile(f"(?:{_PLAIN_LINE})*\r?\n".encode("iso-8859-1"))
 
 
 def parse_response_headers(fp) -> http.client.HTTPMessage:
@@ -115,33 +124,59 @@ def parse_response_headers(fp) -> http.client.HTTPMessage:
     off the same pairs (`quick_headers`): a lookup in the message walks every header
     through the email policy (~2 us each, and a response's readers made a dozen).
     """
-    lines = http.client._read_headers(fp)
+    block = _buffered_block(fp)
+    if block is None:
+        text = b"".join(http.client._read_headers(fp)).decode("iso-8859-1")
+        if _PLAIN_LINES.fullmatch(text) is None:
+            return email.parser.Parser(_class=http.client.HTTPMessage).parsestr(text)
+    else:
+        text = block.decode("iso-8859-1")
+    pairs = _PLAIN_HEADER.findall(text)
+    joined = {name.lower(): value for name, value in pairs}
+    first = joined  # no name repeated (the usual block): each name's one value is both
+    if len(joined) < len(pairs):
+        first, joined = {}, {}
+        for name, value in pairs:
+            key = name.lower()
+            if key in joined:
+                joined[key] = f"{joined[key]}, {value}"
+            else:
+                first[key] = joined[key] = value
     message = http.client.HTTPMessage()
-    first: dict[str, str] = {}
-    joined: dict[str, str] = {}
-    for line in lines:
-        if line in (b"\r\n", b"\n", b""):  # the blank line (or the end of the stream) ends the block
-            break
-        match = _PLAIN_HEADER.fullmatch(line.decode("iso-8859-1"))
-        if match is None:
-            return email.parser.Parser(_class=http.client.HTTPMessage).parsestr(b"".join(lines).decode("iso-8859-1"))
-        name, value = match.group(1, 2)
-        message[name] = value
-        key = name.lower()
-        if key in joined:
-            joined[key] = f"{joined[key]}, {value}"
-        else:
-            first[key] = joined[key] = value
+    # What `message[name] = value` stores under compat32 (HTTPMessage's policy): the pair as it
+    # is (header_store_parse), no count limit (header_max_count is None). Set at once: the
+    # policy's two calls per header were ~1.5 us each, seven headers a response.
+    message._headers = pairs
     message._quick_headers = QuickHeaders(first, joined)
     return message
+
+
+def _buffered_block(fp) -> bytes | None:
+    """The header block, taken from fp's buffer in one read when the buffer holds all of it
+    and every line is plain (else None, and nothing is taken): readline per line through
+    http.client's _read_headers was a third of the parse. Only when _read_headers would
+    return the same lines without complaint: the whole block within its line length limit
+    (so every line is), and no more lines, the blank one included, than its header limit."""
+    peek = getattr(fp, "peek", None)
+    if peek is None:
+        return None
+    buffered = peek()
+    match = _BUFFERED_BLOCK.match(buffered)
+    if match is None:
+        return None
+    end = match.end()
+    if end > http.client._MAXLINE or buffered.count(b"\n", 0, end) > http.client._MAXHEADERS:
+        return None
+    return fp.read(end)
 
 
 class QuickHeaders:
     """A parsed header block's values by lower-case name, as `HTTPMessage.get` reads them
     (`first`: the first value of a name, the value as stored: compat32 hands a plain
     value back as it is) and as urllib3's HTTPHeaderDict joins them (`joined`: a repeated
-    name's values joined by ", "). Only for the readers right after the parse (the
-    response's begin(), download/kept_alive.py's headers): the message is not changed by then."""
+    name's values joined by ", "; the same dict as `first` when no name repeats). Only for
+    the readers right after the parse (the response's begin(), download/kept_alive.py's
+    headers), which never change them: the message is not changed by then either."""
 
     __slots__ = ("first", "joined")
 
@@ -154,12 +189,27 @@ def quick_headers(message: http.client.HTTPMessage) -> QuickHeaders | None:
     return getattr(message, "_quick_headers", None)
 
 
+# The response's socket buffer. http.client reads through io's default 8 KiB: the status
+# line's first fill took the headers and a few KiB of body, and a 20 KB image then needed a
+# second receive, and a second chunk to hash, write and loop over. At 64 KiB the first fill
+# takes what has arrived of a small body too (below malloc's mmap threshold: no system
+# call to allocate it). A larger read goes past the buffer anyway (BufferedReader.read1
+# reads straight into its result once the buffer is empty), so large bodies are unchanged.
+RESPONSE_BUFFER_BYTES = 64 * 1024
+
+
 class QuickHeadersResponse(http.client.HTTPResponse):
-    """http.client's response, its headers read by `parse_response_headers`.
+    """http.client's response, its headers read by `parse_response_headers`, its socket
+    read through a RESPONSE_BUFFER_BYTES buffer.
 
     begin() is http.client's (Python 3.11-3.13) with that one call changed: the
     stdlib calls its module's parse_headers by name, so there is no other hook.
     """
+
+    def __init__(self, sock, debuglevel=0, method=None, url=None) -> None:
+        # http.client's __init__ (3.11-3.13) makes its reader with sock.makefile("rb"): it is
+        # handed a socket whose makefile gives the larger buffer instead.
+        super().__init__(_LargerBuffer(sock), debuglevel, method, url)
 
     def begin(self) -> None:
         if self.headers is not None:
@@ -218,3 +268,15 @@ class QuickHeadersResponse(http.client.HTTPResponse):
         if proxy_connection and "keep-alive" in proxy_connection.lower():
             return False
         return True
+
+
+class _LargerBuffer:
+    """What HTTPResponse.__init__ asks of its socket (makefile), with the larger buffer."""
+
+    __slots__ = ("_sock",)
+
+    def __init__(self, sock) -> None:
+        self._sock = sock
+
+    def makefile(self, mode: str):
+        return self._sock.makefile(mode, RESPONSE_BUFFER_BYTES)

@@ -13,7 +13,10 @@ media path's next GET on it goes through `http.client` directly:
   connect (net/pinning.py `_new_conn`) is unchanged;
 - the address the connection dialled is judged again under the policy in force,
   as `_PinnedMixin.request` does (net/pinning.py `judge_reuse`);
-- the headers are validated by http.client's `putheader` (no CR/LF injection);
+- the headers are validated by http.client's `putheader` (no CR/LF injection), on a
+  scratch connection once per distinct header set and origin (`_header_lines`): an item's
+  headers are its platform's, the same for every item, and the four putheader calls
+  (Host's included) were ~8 us a GET;
 - the socket waits `timeouts.read` for the response headers, then the caller's
   stall timeout applies to the body (fetcher.py);
 - every failure is raised as the urllib3 exception `urlopen` / `read1` would
@@ -25,9 +28,9 @@ media path's next GET on it goes through `http.client` directly:
 from __future__ import annotations
 
 import errno
+import functools
 import http.client
 import socket
-from typing import Mapping
 
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.exceptions import InvalidHeader, ProtocolError, ReadTimeoutError, SSLError
@@ -148,27 +151,30 @@ class KeptAliveResponse:
 _POOL_LENDS = all(callable(getattr(HTTPConnectionPool, name, None)) for name in ("_get_conn", "_put_conn"))
 
 
-def get_on_kept_alive(pool: HTTPConnectionPool, request_uri: str, headers: Mapping[str, str],
+def get_on_kept_alive(pool: HTTPConnectionPool, request_uri: str, headers: tuple[tuple[str, str], ...],
                       read_timeout: float | None) -> KeptAliveResponse | None:
-    """GET request_uri on one of pool's open connections; None when the pool has
-    none open (the caller then goes through urllib3's urlopen, which connects).
-    Call it under net/pinning.py `under_policy`, as urlopen is."""
+    """GET request_uri with `headers` (name, value pairs, in sending order) on one of
+    pool's open connections; None when the pool has none open (the caller then goes
+    through urllib3's urlopen, which connects). Call it under net/pinning.py
+    `under_policy`, as urlopen is."""
     if not _POOL_LENDS:
         return None
     connection = pool._get_conn()  # a dropped connection comes back closed
-    if connection.sock is None:
+    if connection.sock is None or connection._tunnel_host is not None:  # a tunnel's Host is not its own
         pool._put_conn(connection)
         return None
+    try:
+        lines = _header_lines(type(connection), connection.host, connection.port, headers)
+    except ValueError:  # a header putheader refuses: nothing was sent, the connection is fine
+        pool._put_conn(connection)
+        raise
     try:
         judge_reuse(connection)
         if connection.sock.gettimeout() != read_timeout:  # settimeout is a system call even when nothing changes
             connection.sock.settimeout(read_timeout)
-        names = {name.lower() for name in headers}
         try:
-            connection.putrequest("GET", request_uri, skip_host="host" in names,
-                                  skip_accept_encoding="accept-encoding" in names)
-            for name, value in headers.items():
-                connection.putheader(name, value)
+            connection.putrequest("GET", request_uri, skip_host=True, skip_accept_encoding=True)
+            connection._output(lines)  # as putheader does with each line; endheaders joins them
             connection.endheaders()
         except BrokenPipeError:
             pass  # as urlopen: the server hung up; its answer (or its absence) says why
@@ -199,6 +205,23 @@ def get_on_kept_alive(pool: HTTPConnectionPool, request_uri: str, headers: Mappi
         raise
 
 
+@functools.lru_cache(maxsize=64)
+def _header_lines(connection_class: type[http.client.HTTPConnection], host: str, port: int,
+                  headers: tuple[tuple[str, str], ...]) -> bytes:
+    """The header lines a `connection_class` connection to host:port sends for `headers`
+    after its request line (its own Host and Accept-Encoding unless `headers` has them),
+    joined as endheaders joins them. Written by putrequest and putheader themselves, on a
+    connection that never connects, so every check they make (no CR/LF in a value, a token
+    for a name, urllib3's SKIP_HEADER rule) refuses what they refuse, with their ValueError
+    (which lru_cache does not keep: a refused set is refused again each time)."""
+    names = {name.lower() for name, _ in headers}
+    scratch = connection_class(host, port)
+    scratch.putrequest("GET", "/", skip_host="host" in names, skip_accept_encoding="accept-encoding" in names)
+    for name, value in headers:
+        scratch.putheader(name, value)
+    return b"\r\n".join(scratch._buffer[1:])  # after the request line
+
+
 def _close_and_return(pool: HTTPConnectionPool, connection) -> None:
     connection.close()
     pool._put_conn(connection)
@@ -210,17 +233,26 @@ def _body_length(headers: KeptAliveHeaders, response: http.client.HTTPResponse) 
     http.client on both paths; this only says when an empty read is a cut."""
     length = None
     value = headers.get("content-length")
-    chunked = "chunked" in (part.strip() for part in (headers.get("transfer-encoding") or "").lower().split(","))
+    transfer_encoding = headers.get("transfer-encoding")
+    chunked = transfer_encoding is not None and "chunked" in (
+        part.strip() for part in transfer_encoding.lower().split(","))
     if value is not None and not chunked:
-        try:
-            lengths = {int(part) for part in value.split(",")}
-        except ValueError:
-            lengths = set()
-        if len(lengths) > 1:
-            raise InvalidHeader(f"Content-Length contained multiple unmatching values ({value})")
-        length = lengths.pop() if lengths else None
-        if length is not None and length < 0:
-            length = None
+        if value.isascii() and value.isdigit():  # one plain length (every CDN's), as _listed_length reads it
+            length = int(value)
+        else:
+            length = _listed_length(value)
     if response.status in (204, 304) or 100 <= response.status < 200:
         length = 0
     return length
+
+
+def _listed_length(value: str) -> int | None:
+    """A Content-Length that is a list ("5, 5") or odd, read as urllib3 reads it."""
+    try:
+        lengths = {int(part) for part in value.split(",")}
+    except ValueError:
+        lengths = set()
+    if len(lengths) > 1:
+        raise InvalidHeader(f"Content-Length contained multiple unmatching values ({value})")
+    length = lengths.pop() if lengths else None
+    return None if length is not None and length < 0 else length

@@ -73,7 +73,7 @@ class MediaTransport:
         and a streamed GET on a connection that pool holds open goes through
         download/kept_alive.py (http.client directly, urllib3's exceptions kept).
         """
-        merged = _with_defaults(headers)
+        merged = _with_defaults(tuple(headers.items()))
         proxy = self.proxy_for(url)
         if target is not None and proxy is None:
             pool = self._direct_pools.get(target.origin)
@@ -84,11 +84,11 @@ class MediaTransport:
                     if response is not None:
                         return response
                 return pool.urlopen(method, _request_uri(target), assert_same_host=False,
-                                    **_urlopen_options(merged, preload, timeouts))
-            response = self._direct.urlopen(method, url, **_urlopen_options(merged, preload, timeouts))
+                                    **_urlopen_options(dict(merged), preload, timeouts))
+            response = self._direct.urlopen(method, url, **_urlopen_options(dict(merged), preload, timeouts))
             self._remember_direct_pool(target)
             return response
-        return self._manager_for(proxy).urlopen(method, url, **_urlopen_options(merged, preload, timeouts))
+        return self._manager_for(proxy).urlopen(method, url, **_urlopen_options(dict(merged), preload, timeouts))
 
     def _remember_direct_pool(self, target: Target) -> None:
         # The pool the manager just used for this origin. urllib3 2.x does not close a pool
@@ -140,13 +140,15 @@ def _request_uri(target: Target) -> str:
     return target.url[target.url.index("/", len(target.scheme) + 3):]
 
 
-def _with_defaults(headers: Mapping[str, str]) -> dict[str, str]:
-    """DEFAULT_HEADERS under the request's own, compared without case (the request's
-    "accept" replaces our "Accept"): a plain dict, which urllib3 sends as it is."""
-    mine = {name.lower() for name in headers}
+@functools.lru_cache(maxsize=64)
+def _with_defaults(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """DEFAULT_HEADERS under the request's own (name, value) pairs, compared without case
+    (the request's "accept" replaces our "Accept"), in sending order: a plain dict of them
+    is what urllib3 sends as it is. Remembered: a platform's items share their headers."""
+    mine = {name.lower() for name, _ in headers}
     merged = {name: value for name, value in DEFAULT_HEADERS.items() if name.lower() not in mine}
     merged.update(headers)
-    return merged
+    return tuple(merged.items())
 
 
 def _urlopen_options(headers: dict[str, str], preload: bool, timeouts: Timeouts) -> dict:

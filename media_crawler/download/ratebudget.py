@@ -20,13 +20,18 @@ from typing import Callable, ContextManager, Mapping
 
 from media_crawler.store.rate_buckets import Bucket, create_bucket, locked_bucket
 
+# The slot of a platform without a concurrency cap: one shared, stateless context (entered
+# by every request of such a platform, from any thread).
+_NO_CAP = contextlib.nullcontext()
+
+
 class _ConcurrencyCaps:
     def __init__(self, concurrency: Mapping[str, int] | None) -> None:
         self._semaphores = {p: threading.BoundedSemaphore(n) for p, n in (concurrency or {}).items() if n > 0}
 
     def slot(self, platform: str) -> ContextManager[None]:
         semaphore = self._semaphores.get(platform)
-        return semaphore if semaphore is not None else contextlib.nullcontext()
+        return semaphore if semaphore is not None else _NO_CAP
 
 
 class InMemoryRateBudget:

@@ -29,7 +29,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _AUTHORITY_END = re.compile(r"[/?#]")
 _SUSPECT_AUTHORITY = re.compile(r"[@\\%\s]")
 # A path and query of characters _requote leaves as they are (no `%`, nothing to quote).
-_PLAIN_TAIL = re.compile(r"^[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]*$")
+_TAIL_CHARS = r"A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;="
+_PLAIN_TAIL = re.compile(f"^[{_TAIL_CHARS}]*$")
+# A URL parse_target's steps would take apart as they are: a lower-case http(s) scheme, `//`,
+# an authority without control characters or blanks, then a plain tail starting with `/`
+# (no fragment, nothing to requote). Its authority is still judged by _authority.
+_PLAIN_URL = re.compile(f"(https?)://([^/?#\\x00-\\x20\\x7f]*)(/[{_TAIL_CHARS}]*)")
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,20 @@ def parse_target(url: object) -> Target:
         raise refuse("URL is empty or not a string")
     if len(url) > MAX_URL_LENGTH:
         raise refuse(f"URL is longer than {MAX_URL_LENGTH} characters")
+    plain = _PLAIN_URL.fullmatch(url)
+    if plain is None:
+        scheme, authority, tail = _split(url)
+    else:  # the steps of _split would take it apart the same way (one pattern instead of eight steps)
+        scheme, authority, tail = plain.groups()
+    host, port, explicit_port, address = _authority(authority, scheme)
+    shown_host = f"[{host}]" if address is not None and address.version == 6 else host
+    port_text = f":{port}" if explicit_port else ""
+    return Target(f"{scheme}://{shown_host}{port_text}{tail}", scheme, host, port, address)
+
+
+def _split(url: str) -> tuple[str, str, str]:
+    """(scheme, authority, the path and query to send) of any URL, refused (CrawlError)
+    when it holds control characters, is not http(s) or has no `//`."""
     if _CONTROL.search(url):
         raise refuse("URL holds control characters")
     match = _SCHEME.match(url)
@@ -89,15 +108,12 @@ def parse_target(url: object) -> Target:
     rest = rest[2:]
     end = _AUTHORITY_END.search(rest)
     authority, tail = (rest[:end.start()], rest[end.start():]) if end else (rest, "")
-    host, port, explicit_port, address = _authority(authority, scheme)
     tail = tail.split("#", 1)[0]  # a fragment is never sent
     if not tail.startswith("/"):
         tail = "/" + tail
     if not _PLAIN_TAIL.match(tail):  # the usual path needs no requoting: skip its cost
         tail = _requote(tail)
-    shown_host = f"[{host}]" if address is not None and address.version == 6 else host
-    port_text = f":{port}" if explicit_port else ""
-    return Target(f"{scheme}://{shown_host}{port_text}{tail}", scheme, host, port, address)
+    return scheme, authority, tail
 
 
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")

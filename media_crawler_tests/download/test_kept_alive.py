@@ -173,3 +173,68 @@ def test_over_tls_the_second_get_reuses_the_verified_connection_and_a_cut_is_tru
     assert caught.value.error_class is ErrorClass.TRUNCATED_BODY
     assert (tmp_path / "3.part").read_bytes() == JPEG[:10_000]
     one_connection(tls_server, path)
+
+
+@pytest.mark.parametrize("bad", [{"X-Injected": "a\r\nX-Evil: 1"}, {"Bad:Name": "x"}, {"X-Lf": "a\nX-Evil: 1"}],
+                         ids=["crlf-in-value", "colon-in-name", "lf-in-value"])
+def test_a_header_refused_on_a_new_connection_is_refused_on_a_reused_one(server, tmp_path, bad):
+    """kept_alive.py writes a header set's lines once, through putheader itself: what
+    putheader refuses on urllib3's first GET it refuses on the lean one, every time (a
+    refusal is not remembered as lines), nothing is sent, and the connection stays usable."""
+    url = server.route("/a.jpg", Reply(JPEG), Reply(JPEG))
+    with pytest.raises(ValueError):
+        download_to_part(MediaTransport(pool_size=1), DownloadRequest(url, tmp_path / "new.part", headers=bad), POLICY)
+    transport = MediaTransport(pool_size=1)
+    assert fetch(transport, url, tmp_path / "1.part").size == len(JPEG)
+    for attempt in range(2):
+        with pytest.raises(ValueError):
+            download_to_part(transport, DownloadRequest(url, tmp_path / "2.part", headers=bad), POLICY)
+    assert len(server.requests_to("/a.jpg")) == 1
+    assert fetch(transport, url, tmp_path / "3.part").size == len(JPEG)
+    one_connection(server, "/a.jpg")
+
+
+def test_the_lean_get_sends_each_header_set_as_urllib3_sends_it(server, tmp_path):
+    """Two header sets in turn on one kept-alive connection (the lines of each are
+    remembered): each GET carries exactly its own set, as the first GET of a new connection does."""
+    other = {"Accept": "image/*", "Host": f"127.0.0.1:{server.port}", "Accept-Encoding": "identity"}
+    url = server.route("/a.jpg", *[Reply(JPEG)] * 5)
+    for headers in (HEADERS, other):
+        download_to_part(MediaTransport(pool_size=1), DownloadRequest(url, tmp_path / "new.part", headers=headers),
+                         POLICY)
+    transport = MediaTransport(pool_size=1)
+    for headers in (HEADERS, other, HEADERS):
+        download_to_part(transport, DownloadRequest(url, tmp_path / "r.part", headers=headers), POLICY)
+    sent = [entry.headers for entry in server.requests_to("/a.jpg")]
+    assert sent[2] == sent[4] == sent[0] and sent[3] == sent[1] != sent[0]
+
+
+@pytest.mark.parametrize("value", ["21434", "0", "5, 5", " 5", "+5", "5 ", "-1", "x", "", "5, 6", "1_0", "5,,5"])
+@pytest.mark.parametrize("transfer_encoding", [None, "chunked", "gzip, chunked"])
+def test_the_lean_response_judges_the_body_length_as_urllib3_does(value, transfer_encoding):
+    """kept_alive.py's `_body_length` (a plain length read at once, anything else as a
+    list) says what urllib3's response says for the same headers, or refuses alike."""
+    import http.client
+    import io
+
+    import urllib3
+    from urllib3.exceptions import InvalidHeader
+
+    from media_crawler.download.kept_alive import KeptAliveHeaders, _body_length
+    from media_crawler.http import parse_response_headers
+
+    headers = {"Content-Length": value} | ({"Transfer-Encoding": transfer_encoding} if transfer_encoding else {})
+    block = "".join(f"{name}: {text}\r\n" for name, text in headers.items()).encode() + b"\r\n"
+
+    def judged(read):
+        try:
+            return read()
+        except InvalidHeader:
+            return InvalidHeader
+
+    theirs = judged(lambda: urllib3.HTTPResponse(body=io.BytesIO(b""), headers=headers, status=200,
+                                                 preload_content=False, request_method="GET").length_remaining)
+    response = http.client.HTTPResponse.__new__(http.client.HTTPResponse)
+    response.status = 200
+    ours = judged(lambda: _body_length(KeptAliveHeaders(parse_response_headers(io.BytesIO(block))), response))
+    assert ours == theirs
