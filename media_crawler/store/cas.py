@@ -22,7 +22,6 @@ import re
 import stat
 import threading
 import time
-import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
@@ -342,15 +341,18 @@ def _make_folders(folder: str) -> list[str]:
     (FileExistsError) counts as made: its parent may not be synced yet, and the
     caller's ledger row must not say committed before it is.
     """
-    parent = os.path.dirname(folder) or os.curdir  # as Path.parent: "/" and "." end the climb
+    # As Path.parent names it: a climb ends at "/" or "." (both exist).
+    parent = folder.rpartition(os.sep)[0] or (os.sep if folder.startswith(os.sep) else os.curdir)
     try:
         os.mkdir(folder)
     except FileExistsError:
         pass
     except FileNotFoundError:
         made_in = _make_folders(parent)
-        with contextlib.suppress(FileExistsError):
+        try:
             os.mkdir(folder)
+        except FileExistsError:
+            pass
         return [*made_in, parent]
     return [parent]
 

@@ -92,6 +92,21 @@ def test_a_missing_staged_file_is_an_error_not_a_new_folder(tmp_path):
     assert not (tmp_path / "sha256" / digest[:2]).exists()
 
 
+@pytest.mark.parametrize("relative", [False, True], ids=["absolute root", "relative root"])
+def test_a_commit_remakes_every_missing_folder_of_the_blob(tmp_path, monkeypatch, relative):
+    """The folders are made from the blob's path as text, relative or not: a store whose
+    sha256/ was removed under a run gets it back with both fan-out levels."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    root = Path("store") if relative else tmp_path / "store"
+    store = FilesystemBlobStore(root).ensure()
+    shutil.rmtree(root / "sha256")
+    part, digest = stage(store, "task-1", b"bytes")
+    stored = store.put_if_absent(part, digest, verify_hash=False, synced=True, size=5)
+    assert stored.created and (tmp_path / "store" / "sha256" / digest[:2] / digest[2:4] / digest).read_bytes() == b"bytes"
+
+
 def test_free_space_is_read_at_most_every_half_second(tmp_path, monkeypatch):
     import shutil
     from collections import namedtuple
