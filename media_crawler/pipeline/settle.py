@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from media_crawler.crashpoints import AFTER_LINK_BEFORE_LEDGER, crash_point
@@ -40,11 +41,12 @@ class Settled:
 
 
 def verify_staged(runtime: Runtime, task: Task, *, sha256: str | None, size: int | None, attempts: int,
-                  body: bytes | None = None) -> Settled:
+                  body: bytes | None = None, part: Path | None = None) -> Settled:
     """Verify the task's .part (size, hash, media decode); a failure drops the .part, and the
     item goes back to the download stage or ends in its class's final state.
-    body: the .part's bytes, when the worker that wrote them holds them (verify.py `verify_file`)."""
-    part = runtime.store.staging_path(task.staging_name)
+    body: the .part's bytes, when the worker that wrote them holds them (verify.py `verify_file`).
+    part: the task's staging path, when the caller has it already (verify then commit)."""
+    part = part or runtime.store.staging_path(task.staging_name)
     started = time.monotonic()
     try:
         verify_file(part, kind=task.kind, expected_size=task.expected_size, expected_sha256=task.expected_sha256,
@@ -63,13 +65,13 @@ def verify_staged(runtime: Runtime, task: Task, *, sha256: str | None, size: int
 
 
 def commit_staged(runtime: Runtime, task: Task, *, sha256: str | None, size: int | None, attempts: int,
-                  hashed_here: bool = False) -> Settled:
+                  hashed_here: bool = False, part: Path | None = None) -> Settled:
     """Put the task's .part into the store under `sha256` (put-if-absent).
 
     hashed_here: this process hashed and fsynced the bytes a moment ago (fetch-urls'
     worker, under the task's lease), so the store neither re-hashes nor fsyncs them
-    again; a .part of an earlier run is re-hashed and fsynced."""
-    part = runtime.store.staging_path(task.staging_name)
+    again; a .part of an earlier run is re-hashed and fsynced. part: as verify_staged's."""
+    part = part or runtime.store.staging_path(task.staging_name)
     started = time.monotonic()
     try:
         if not sha256:

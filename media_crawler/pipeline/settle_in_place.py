@@ -62,12 +62,13 @@ def verify_and_commit(runtime: Runtime, item: ItemOutcome) -> Settled:
     bytes were fsynced before the link.
     """
     task, result = item.task, item.result
+    part = runtime.store.staging_path(task.staging_name)
     verified = verify_staged(runtime, task, sha256=result.sha256, size=result.size, attempts=item.attempts,
-                             body=result.body)
+                             body=result.body, part=part)
     if verified.error is not None:
         return verified
     crash_point(AFTER_VERIFY)
     committed = commit_staged(runtime, task, sha256=result.sha256, size=result.size, attempts=item.attempts,
-                              hashed_here=True)
+                              hashed_here=True, part=part)
     return Settled(Then(verified.transition, committed.transition), verified.lines + committed.lines,
                    committed.error, committed.stored)

@@ -22,7 +22,6 @@ import re
 import stat
 import threading
 import time
-import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
@@ -46,11 +45,16 @@ class FilesystemBlobStore(BlobStore):
         self.staging = self.root / STAGING
         self._blobs_text = f"{self.blobs}{os.sep}"
         self._free_space = FreeSpace(self.root)
-        # Inside deferred_sync(): (folders whose entries changed, as text: a str hashes at
-        # once where a new Path first builds its text; staged names to drop).
-        # Download threads commit concurrently (fetch-urls), so the pair is swapped under a lock.
-        self._deferred: tuple[set[str], list[Path]] | None = None
+        # Inside deferred_sync(): (folders whose entries changed, staged names to drop), both
+        # as text: a str hashes and goes to the system call as it is, where a Path builds its
+        # text first. Download threads commit concurrently (fetch-urls), so the pair is
+        # swapped under a lock.
+        self._deferred: tuple[set[str], list[str]] | None = None
         self._deferred_lock = threading.Lock()
+        # How often a commit lately found its blob's leaf folder missing (a moving average,
+        # updated without a lock: a hint, and a lost update only delays it). Above one
+        # half, a commit makes the folder before it links (`_link`).
+        self._new_folder_rate = 0.0
 
     @contextmanager
     def deferred_sync(self):
@@ -85,8 +89,8 @@ class FilesystemBlobStore(BlobStore):
             folders, staged = self._deferred
             self._deferred = (set(), [])
         _sync_folders(self.root, folders)
-        for path in staged:
-            path.unlink(missing_ok=True)
+        for name in staged:
+            _unlink_if_there(name)
 
     def ensure(self) -> "FilesystemBlobStore":
         if self.blobs.is_dir() and self.staging.is_dir():
@@ -111,14 +115,20 @@ class FilesystemBlobStore(BlobStore):
             raise ValueError(f"bad staging name {name!r}")
         return _child(self.staging, f"{name}.part")
 
-    def exists(self, sha256: str) -> bool:
-        # Asked before every download whose feed names a hash (dedup): the blob's path as
-        # text, without pathlib's parse (most of this call's cost), judged as Path.is_file.
+    def _blob_text(self, sha256: str) -> str:
+        """path_for(sha256) as text, without pathlib: what the hot calls (exists, and
+        put_if_absent at every commit) hand to the system calls, with no Path to build
+        and turn back into text at each of them."""
         sha256 = sha256.lower()
         if not _SHA256_HEX.fullmatch(sha256):
             raise ValueError(f"not a sha256 hex digest: {sha256!r}")
+        return f"{self._blobs_text}{sha256[:2]}{os.sep}{sha256[2:4]}{os.sep}{sha256}"
+
+    def exists(self, sha256: str) -> bool:
+        # Asked before every download whose feed names a hash (dedup), judged as Path.is_file.
+        target = self._blob_text(sha256)
         try:
-            mode = os.stat(f"{self._blobs_text}{sha256[:2]}{os.sep}{sha256[2:4]}{os.sep}{sha256}").st_mode
+            mode = os.stat(target).st_mode
         except OSError as exc:
             if exc.errno in _ABSENT_ERRNOS:
                 return False
@@ -219,59 +229,67 @@ class FilesystemBlobStore(BlobStore):
         `staged` after its last write. size: the staged file's length, when
         the caller knows it. The link's directory is fsynced either way.
         """
-        target = self.path_for(sha256)
+        # Both names as text from here on: each system call below would otherwise turn a
+        # Path into text again (os.fspath), two per link, at every commit.
+        target = self._blob_text(sha256)
+        staged_text = os.fspath(staged)
         try:
             if verify_hash:
-                if target.exists():
-                    return self._already_stored(staged, target)
-                if file_sha256(staged) != sha256:
+                if os.path.exists(target):
+                    return self._already_stored(staged_text, target)
+                if file_sha256(staged_text) != sha256:
                     raise CrawlError(ErrorClass.HASH_MISMATCH, "staged bytes do not hash to the expected name")
             if size is None:
-                size = staged.stat().st_size
+                size = os.stat(staged_text).st_size
             if not synced:
-                _fsync_file(staged)
+                _fsync_file(staged_text)
             # The link is the existence test: it fails if the name is taken (the
             # content is stored already: dedup, a concurrent writer, or a re-run
-            # after a crash between the link and the ledger update), and its
-            # folder is made only when the link says it is missing. At thousands
-            # of small files the stat and mkdir calls per file cost more than
-            # the link itself.
+            # after a crash between the link and the ledger update).
             try:
-                changed_folders = self._link_making_folders(staged, target)
+                changed_folders = self._link(staged_text, target)
             except FileExistsError:
-                return self._already_stored(staged, target)
+                return self._already_stored(staged_text, target)
             with self._deferred_lock:
                 deferred = self._deferred
                 if deferred is not None:
                     deferred[0].update(changed_folders)
-                    deferred[1].append(staged)
+                    deferred[1].append(staged_text)
             if deferred is None:
                 for folder in changed_folders:
                     _fsync_dir(folder)
-                staged.unlink(missing_ok=True)
+                _unlink_if_there(staged_text)
             return StoredBlob(sha256, size, created=True)
         except OSError as exc:
             raise storage_error(exc, "commit") from exc
 
-    def _link_making_folders(self, staged: Path, target: Path) -> list[str]:
-        """Link `staged` to `target`; return the folders whose entries changed (as text), nearest first.
+    def _link(self, staged: str, target: str) -> list[str]:
+        """Link `staged` to `target`, making the fan-out folders it needs; return the folders
+        whose entries changed, nearest first.
 
-        The fan-out folders are made only when the link says one is missing.
-        A new folder's name must then reach the disk too, not just the link:
-        an fsync of a folder makes its entries durable, not the entry that
-        names it in its parent (POSIX leaves that to the filesystem).
+        Which comes first, the link or the leaf folder's mkdir, follows what recent commits
+        found: in a store with few blobs for its 65,536 leaf folders nearly every blob
+        needs a new one, and a link first fails, then the staged file is looked at, then
+        the folder made and the link tried again (four system calls and an exception where
+        two do); in a store full enough that leaves exist, the link alone does it. A wrong
+        guess costs one failed call either way.
         """
-        try:
-            os.link(staged, target)
-            return [_folder_of(target)]
-        except FileNotFoundError:
-            if not staged.exists():
-                raise
-        made_in = _make_folders(target.parent)
-        os.link(staged, target)
-        return [_folder_of(target), *(str(folder) for folder in reversed(made_in))]
+        leaf = _folder_of(target)
+        made = None
+        if self._new_folder_rate > 0.5:
+            made = _link_folder_first(staged, target, leaf)
+        if made is None:
+            changed = _link_making_folders(staged, target)
+            made = len(changed) > 1
+        else:
+            # A leaf folder that was there (FileExistsError) may be another writer's of a
+            # moment ago, its name not yet durable: its parent is synced as well, as
+            # _make_folders counts it.
+            changed = [leaf, _folder_of(leaf)]
+        self._new_folder_rate += ((1.0 if made else 0.0) - self._new_folder_rate) / 8
+        return changed
 
-    def _already_stored(self, staged: Path, target: Path) -> StoredBlob:
+    def _already_stored(self, staged: str, target: str) -> StoredBlob:
         """The content is already stored whole: drop our copy.
 
         Its name may not be durable yet: another thread or process may have linked it
@@ -281,15 +299,16 @@ class FilesystemBlobStore(BlobStore):
         deferred_sync() (a set insert), else synced now (found in review: a dedup
         racing a concurrent commit could record a blob a power cut then removed).
         """
-        chain = _folder_chain(target, self.blobs)
+        leaf = _folder_of(target)
+        chain = [leaf, _folder_of(leaf), str(self.blobs)]  # sha256/<aa>/<bb>, sha256/<aa>, sha256
         with self._deferred_lock:
             deferred = self._deferred
             if deferred is not None:
                 deferred[0].update(chain)
         if deferred is None:
             _sync_folders(self.root, set(chain))
-        staged.unlink(missing_ok=True)
-        return StoredBlob(target.name, target.stat().st_size, created=False)
+        _unlink_if_there(staged)
+        return StoredBlob(target.rpartition(os.sep)[2], os.stat(target).st_size, created=False)
 
     def iter_parts(self) -> Iterator[Path]:
         if self.staging.is_dir():
@@ -319,7 +338,50 @@ def storage_error(exc: OSError, doing: str) -> CrawlError:
     return CrawlError(error_class, f"{doing}: {exc.strerror or exc}")
 
 
-def _make_folders(folder: Path) -> list[Path]:
+def _link_making_folders(staged: str, target: str) -> list[str]:
+    """Link `staged` to `target`; return the folders whose entries changed, nearest first.
+
+    The fan-out folders are made only when the link says one is missing.
+    A new folder's name must then reach the disk too, not just the link:
+    an fsync of a folder makes its entries durable, not the entry that
+    names it in its parent (POSIX leaves that to the filesystem).
+    """
+    folder = _folder_of(target)
+    try:
+        os.link(staged, target)
+        return [folder]
+    except FileNotFoundError:
+        if not os.path.exists(staged):
+            raise  # the staged file is gone: an error, not a reason to make folders
+    made_in = _make_folders(folder)
+    os.link(staged, target)
+    return [folder, *reversed(made_in)]
+
+
+def _link_folder_first(staged: str, target: str, leaf: str) -> bool | None:
+    """mkdir the leaf folder, then link `staged` to `target`: whether the mkdir made the
+    folder, or None when the link-first path must take over (the leaf's parent is
+    missing too, or the link finds no file: a missing staged file leaves no new folder)."""
+    try:
+        os.mkdir(leaf)
+        made = True
+    except FileExistsError:
+        made = False
+    except FileNotFoundError:
+        return None
+    try:
+        os.link(staged, target)
+    except FileNotFoundError:
+        if made:
+            try:
+                os.rmdir(leaf)  # empty unless another writer linked into it meanwhile: then kept
+            except OSError:
+                pass
+        return None
+    return made
+
+
+def _make_folders(folder: str) -> list[str]:
     """Make `folder` and its missing parents; return the parent of each, outermost first.
 
     Called when a link said `folder` is missing, so its mkdir comes first, and a
@@ -329,16 +391,28 @@ def _make_folders(folder: Path) -> list[Path]:
     (FileExistsError) counts as made: its parent may not be synced yet, and the
     caller's ledger row must not say committed before it is.
     """
+    # As Path.parent names it: a climb ends at "/" or "." (both exist).
+    parent = folder.rpartition(os.sep)[0] or (os.sep if folder.startswith(os.sep) else os.curdir)
     try:
         os.mkdir(folder)
     except FileExistsError:
         pass
     except FileNotFoundError:
-        made_in = _make_folders(folder.parent)
-        with contextlib.suppress(FileExistsError):
+        made_in = _make_folders(parent)
+        try:
             os.mkdir(folder)
-        return [*made_in, folder.parent]
-    return [folder.parent]
+        except FileExistsError:
+            pass
+        return [*made_in, parent]
+    return [parent]
+
+
+def _unlink_if_there(name: str) -> None:
+    """Path.unlink(missing_ok=True) for a name already in text."""
+    try:
+        os.unlink(name)
+    except FileNotFoundError:
+        pass
 
 
 def _same_file(path: Path, st: os.stat_result) -> bool:
@@ -349,7 +423,7 @@ def _same_file(path: Path, st: os.stat_result) -> bool:
     return (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
 
 
-def _fsync_file(path: Path) -> None:
+def _fsync_file(path: str | os.PathLike) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -357,20 +431,9 @@ def _fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def _folder_chain(target: Path, blobs: Path) -> list[str]:
-    """The folders whose entries name `target` in the store, nearest first: its fan-out
-    folders and the blobs folder holding them (as text, like the deferred set)."""
-    chain, folder = [], target.parent
-    while folder != blobs and len(chain) < 8:
-        chain.append(str(folder))
-        folder = folder.parent
-    chain.append(str(blobs))
-    return chain
-
-
-def _folder_of(path: Path) -> str:
-    """The folder holding `path`, as text (from the text os.link made of `path` already)."""
-    return os.fspath(path).rpartition(os.sep)[0]
+def _folder_of(path: str) -> str:
+    """The folder holding `path` (text), as Path.parent would name it."""
+    return path.rpartition(os.sep)[0]
 
 
 def _sync_folders(root: Path, folders: set[str]) -> None:

@@ -92,6 +92,21 @@ def test_a_missing_staged_file_is_an_error_not_a_new_folder(tmp_path):
     assert not (tmp_path / "sha256" / digest[:2]).exists()
 
 
+@pytest.mark.parametrize("relative", [False, True], ids=["absolute root", "relative root"])
+def test_a_commit_remakes_every_missing_folder_of_the_blob(tmp_path, monkeypatch, relative):
+    """The folders are made from the blob's path as text, relative or not: a store whose
+    sha256/ was removed under a run gets it back with both fan-out levels."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    root = Path("store") if relative else tmp_path / "store"
+    store = FilesystemBlobStore(root).ensure()
+    shutil.rmtree(root / "sha256")
+    part, digest = stage(store, "task-1", b"bytes")
+    stored = store.put_if_absent(part, digest, verify_hash=False, synced=True, size=5)
+    assert stored.created and (tmp_path / "store" / "sha256" / digest[:2] / digest[2:4] / digest).read_bytes() == b"bytes"
+
+
 def test_free_space_is_read_at_most_every_half_second(tmp_path, monkeypatch):
     import shutil
     from collections import namedtuple
@@ -161,3 +176,52 @@ def test_a_dedup_makes_the_blobs_folders_durable_before_its_row(tmp_path, monkey
     third, _ = stage(store, "task-c", b"the same bytes")
     assert not store.put_if_absent(third, digest).created  # outside deferred_sync: synced at once
     assert {Path(folder) for folder in synced[0]} == chain
+
+
+def test_while_commits_find_their_leaf_folder_missing_the_folder_is_made_before_the_link(tmp_path, monkeypatch):
+    """A fresh store (few blobs for 65,536 leaf folders): after a few commits that each made
+    a leaf folder, the next one makes its folder and links once, with no failed link and
+    no look at the staged file; the folders it changed are still synced, a missing staged
+    file is still an error that makes no folder, and dedup still finds the stored blob.
+    Once leaves are found there, commits link first again."""
+    import media_crawler.store.cas as cas
+
+    store = FilesystemBlobStore(tmp_path).ensure()
+    blobs = tmp_path / "sha256"
+    calls: list[tuple[str, str]] = []
+    for name in ("link", "mkdir", "stat"):
+        real = getattr(os, name)
+        monkeypatch.setattr(cas.os, name, lambda path, *args, _real=real, _name=name, **kw:
+                            (calls.append((_name, str(path))), _real(path, *args, **kw))[1])
+
+    def commit(data: bytes):
+        part, digest = stage(store, f"task-{data.hex()}", data)
+        (blobs / digest[:2]).mkdir(exist_ok=True)  # the leaf's parent is there: only the leaf is new
+        calls.clear()
+        return part, digest, store.put_if_absent(part, digest, verify_hash=False, synced=True, size=len(data))
+
+    for n in range(8):
+        commit(f"warm-up {n}".encode())
+    synced = []
+    monkeypatch.setattr(cas, "_fsync_dir", synced.append)
+    part, digest, stored = commit(b"one more new blob")
+    leaf = blobs / digest[:2] / digest[2:4]
+    assert stored.created and [name for name, _ in calls] == ["mkdir", "link"]
+    assert [Path(folder) for folder in synced] == [leaf, leaf.parent]
+    assert not part.exists() and store.path_for(digest).read_bytes() == b"one more new blob"
+
+    again, _ = stage(store, "task-again", b"one more new blob")
+    assert not store.put_if_absent(again, digest, verify_hash=False, synced=True, size=17).created
+    missing = hashlib.sha256(b"never staged").hexdigest()
+    (blobs / missing[:2]).mkdir(exist_ok=True)
+    with pytest.raises(CrawlError) as info:
+        store.put_if_absent(store.staging_path("task-gone"), missing, verify_hash=False, synced=True, size=12)
+    assert info.value.error_class is ErrorClass.STORAGE_ERROR
+    assert not (blobs / missing[:2] / missing[2:4]).exists(), "a missing staged file makes no folder"
+
+    for n in range(16):  # leaves that are there already: the guess turns back to the link
+        data = f"into an existing leaf {n}".encode()
+        digest = hashlib.sha256(data).hexdigest()
+        (blobs / digest[:2] / digest[2:4]).mkdir(parents=True, exist_ok=True)
+        commit(data)
+    assert [name for name, _ in calls] == ["link"]
