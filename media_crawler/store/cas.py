@@ -51,10 +51,6 @@ class FilesystemBlobStore(BlobStore):
         # swapped under a lock.
         self._deferred: tuple[set[str], list[str]] | None = None
         self._deferred_lock = threading.Lock()
-        # How often a commit lately found its blob's leaf folder missing (a moving average,
-        # updated without a lock: a hint, and a lost update only delays it). Above one
-        # half, a commit makes the folder before it links (`_link`).
-        self._new_folder_rate = 0.0
 
     @contextmanager
     def deferred_sync(self):
@@ -245,9 +241,12 @@ class FilesystemBlobStore(BlobStore):
                 _fsync_file(staged_text)
             # The link is the existence test: it fails if the name is taken (the
             # content is stored already: dedup, a concurrent writer, or a re-run
-            # after a crash between the link and the ledger update).
+            # after a crash between the link and the ledger update), and its
+            # folder is made only when the link says it is missing. At thousands
+            # of small files the stat and mkdir calls per file cost more than
+            # the link itself.
             try:
-                changed_folders = self._link(staged_text, target)
+                changed_folders = _link_making_folders(staged_text, target)
             except FileExistsError:
                 return self._already_stored(staged_text, target)
             with self._deferred_lock:
@@ -262,32 +261,6 @@ class FilesystemBlobStore(BlobStore):
             return StoredBlob(sha256, size, created=True)
         except OSError as exc:
             raise storage_error(exc, "commit") from exc
-
-    def _link(self, staged: str, target: str) -> list[str]:
-        """Link `staged` to `target`, making the fan-out folders it needs; return the folders
-        whose entries changed, nearest first.
-
-        Which comes first, the link or the leaf folder's mkdir, follows what recent commits
-        found: in a store with few blobs for its 65,536 leaf folders nearly every blob
-        needs a new one, and a link first fails, then the staged file is looked at, then
-        the folder made and the link tried again (four system calls and an exception where
-        two do); in a store full enough that leaves exist, the link alone does it. A wrong
-        guess costs one failed call either way.
-        """
-        leaf = _folder_of(target)
-        made = None
-        if self._new_folder_rate > 0.5:
-            made = _link_folder_first(staged, target, leaf)
-        if made is None:
-            changed = _link_making_folders(staged, target)
-            made = len(changed) > 1
-        else:
-            # A leaf folder that was there (FileExistsError) may be another writer's of a
-            # moment ago, its name not yet durable: its parent is synced as well, as
-            # _make_folders counts it.
-            changed = [leaf, _folder_of(leaf)]
-        self._new_folder_rate += ((1.0 if made else 0.0) - self._new_folder_rate) / 8
-        return changed
 
     def _already_stored(self, staged: str, target: str) -> StoredBlob:
         """The content is already stored whole: drop our copy.
@@ -356,29 +329,6 @@ def _link_making_folders(staged: str, target: str) -> list[str]:
     made_in = _make_folders(folder)
     os.link(staged, target)
     return [folder, *reversed(made_in)]
-
-
-def _link_folder_first(staged: str, target: str, leaf: str) -> bool | None:
-    """mkdir the leaf folder, then link `staged` to `target`: whether the mkdir made the
-    folder, or None when the link-first path must take over (the leaf's parent is
-    missing too, or the link finds no file: a missing staged file leaves no new folder)."""
-    try:
-        os.mkdir(leaf)
-        made = True
-    except FileExistsError:
-        made = False
-    except FileNotFoundError:
-        return None
-    try:
-        os.link(staged, target)
-    except FileNotFoundError:
-        if made:
-            try:
-                os.rmdir(leaf)  # empty unless another writer linked into it meanwhile: then kept
-            except OSError:
-                pass
-        return None
-    return made
 
 
 def _make_folders(folder: str) -> list[str]:
