@@ -19,8 +19,7 @@ import os
 import socket
 import zlib
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import urllib3
 
@@ -79,8 +78,7 @@ class DownloadResult:
         return resume_validator(self.etag, self.last_modified)
 
 
-@dataclass(frozen=True)
-class _WritePlan:
+class _WritePlan(NamedTuple):  # a tuple: made per item, and a frozen dataclass's __init__ is a setattr per field
     offset: int  # where the response body starts in the file
     total: int | None  # the file's full length, when the server said it
     decode: bool  # body is content-encoded (gzip...): decode, and lengths do not apply
@@ -100,7 +98,9 @@ def download_to_part(
     soon as the response headers are accepted with the validator that now
     describes the .part, so a failed attempt can still be resumed by the next one.
     """
-    part_path, validator, max_bytes = request.part_path, request.validator, policy.body_limit(request)
+    # The .part as text: every use is a system call (stat, open, unlink), which a Path
+    # reaches through __fspath__ each time.
+    part_path, validator, max_bytes = os.fspath(request.part_path), request.validator, policy.body_limit(request)
     # Only a .part with a validator can be resumed; without one its size does not matter
     # (the .part is opened truncated before any new validator is announced, below).
     existing = _part_size(part_path) if validator else 0
@@ -148,7 +148,7 @@ def download_to_part(
                     body = None  # the caller holds its share of bodies: verification reads the .part
             except CrawlError as error:
                 if error.error_class in _DISCARD_PART_CLASSES:
-                    part_path.unlink(missing_ok=True)
+                    discard_part(part_path)
                 raise
         _keep_connection(response)
     return DownloadResult(digest, plan.offset + received, etag, last_modified, content_type, plan.offset, received,
@@ -156,7 +156,7 @@ def download_to_part(
 
 
 def _plan_write(
-    response: MediaResponse, resume_from: int, max_bytes: int, safe_url: str, part_path: Path
+    response: MediaResponse, resume_from: int, max_bytes: int, safe_url: str, part_path: str
 ) -> _WritePlan:
     encoding = response.headers.get("Content-Encoding", "").strip().lower()
     decode = encoding not in ("", "identity")
@@ -165,19 +165,19 @@ def _plan_write(
         if decode or content_range is None or content_range.start != resume_from:
             # Not the continuation we asked for: nothing safe to append. The next
             # attempt starts clean (no .part, so no Range).
-            part_path.unlink(missing_ok=True)
+            discard_part(part_path)
             raise CrawlError(ErrorClass.TRUNCATED_BODY, f"206 from {safe_url} does not continue at byte {resume_from}")
-        plan = _WritePlan(resume_from, content_range.total, decode=False)
+        plan = _WritePlan(resume_from, content_range.total, False)
     else:  # 200: a whole body, whether or not we asked for a range
         total = None if decode else parse_content_length(response.headers.get("Content-Length"))
         plan = _WritePlan(0, total, decode)
     if plan.total is not None and plan.total > max_bytes:
-        part_path.unlink(missing_ok=True)
+        discard_part(part_path)
         raise CrawlError(ErrorClass.TOO_LARGE, f"{safe_url} announces {plan.total} bytes, limit {max_bytes}")
     return plan
 
 
-def _open_part(part_path: Path, offset: int):
+def _open_part(part_path: str, offset: int):
     """The .part opened to append at `offset` (a resume), or truncated to write a whole body."""
     # Unbuffered: the chunks are large already, and a buffered file would
     # add an isatty and a seek per file for nothing.
@@ -186,7 +186,7 @@ def _open_part(part_path: Path, offset: int):
         try:
             return open(part_path, mode, buffering=0)
         except FileNotFoundError:  # the staging folder is made once, not before every file
-            part_path.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.dirname(part_path) or ".", exist_ok=True)
             return open(part_path, mode, buffering=0)
     except OSError as exc:
         raise storage_error(exc, "opening the .part") from exc
@@ -195,7 +195,7 @@ def _open_part(part_path: Path, offset: int):
 def _stream_body(
     response: MediaResponse,
     handle,
-    part_path: Path,
+    part_path: str,
     plan: _WritePlan,
     chunk_size: int,
     max_bytes: int,
@@ -311,7 +311,7 @@ def _classify_read_error(exc: BaseException, received: int, safe_url: str) -> Cr
     return CrawlError(ErrorClass.CONNECTION_RESET, f"connection to {safe_url} dropped before the body ({type(exc).__name__})")
 
 
-def _complete_part_digest(response: MediaResponse, part_path: Path, existing: int, validator: str | None) -> str | None:
+def _complete_part_digest(response: MediaResponse, part_path: str, existing: int, validator: str | None) -> str | None:
     """416 to our Range: the sha256 of the .part if it already is the whole current file, else None."""
     content_range = parse_content_range(response.headers.get("Content-Range"))
     current = resume_validator(response.headers.get("ETag"), response.headers.get("Last-Modified"))
@@ -322,7 +322,7 @@ def _complete_part_digest(response: MediaResponse, part_path: Path, existing: in
     return digest.hexdigest()
 
 
-def _hash_prefix(part_path: Path, length: int, digest) -> None:
+def _hash_prefix(part_path: str, length: int, digest) -> None:
     with open(part_path, "rb") as handle:
         remaining = length
         while remaining:
@@ -360,20 +360,28 @@ def _apply_stall_timeout(response: MediaResponse, seconds: float) -> None:
         sock.settimeout(seconds)
 
 
-def _part_size(part_path: Path) -> int:
+def _part_size(part_path: str) -> int:
     try:
-        return part_path.stat().st_size
+        return os.stat(part_path).st_size
     except FileNotFoundError:
         return 0
     except OSError as exc:
         raise storage_error(exc, "reading the .part") from exc
 
 
-def _truncate(part_path: Path) -> None:
+def _truncate(part_path: str) -> None:
     try:
-        part_path.unlink(missing_ok=True)
+        discard_part(part_path)
     except OSError as exc:
         raise storage_error(exc, "discarding the .part") from exc
+
+
+def discard_part(part_path: str | os.PathLike[str]) -> None:
+    """Remove the .part if it is there (Path.unlink(missing_ok=True), for a text path too)."""
+    try:
+        os.unlink(part_path)
+    except FileNotFoundError:
+        pass
 
 
 def _write(handle, chunk: bytes) -> None:

@@ -42,6 +42,8 @@ from media_crawler.net.targets import Target
 # adds Host). A plain URL list's CDN is told who is asking; platform adapters send
 # the User-Agent their CDN expects (platforms/headers.py).
 DEFAULT_HEADERS = {"Accept": "*/*", "User-Agent": f"media-crawler/{__version__}"}
+# `request`'s proxy when the caller has not looked it up: the transport does.
+LOOK_UP = object()
 
 
 class MediaTransport:
@@ -59,7 +61,8 @@ class MediaTransport:
         self._lock = threading.Lock()
 
     def request(self, method: str, url: str, headers: Mapping[str, str], *, timeouts: Timeouts,
-                preload: bool = False, target: Target | None = None) -> urllib3.BaseHTTPResponse | KeptAliveResponse:
+                preload: bool = False, target: Target | None = None,
+                proxy: str | None | object = LOOK_UP) -> urllib3.BaseHTTPResponse | KeptAliveResponse:
         """One exchange with `url`, redirects not followed, body not decoded.
 
         Call it under net/pinning.py `under_policy` (net/redirects.py does):
@@ -72,9 +75,12 @@ class MediaTransport:
         parsing the URL again and building the pool key (about 10 us a request),
         and a streamed GET on a connection that pool holds open goes through
         download/kept_alive.py (http.client directly, urllib3's exceptions kept).
+        proxy: `proxy_for(url)`, when the caller looked it up already (the redirect
+        loop does, to check a proxied target): not looked up twice per request.
         """
         merged = _with_defaults(tuple(headers.items()))
-        proxy = self.proxy_for(url)
+        if proxy is LOOK_UP:
+            proxy = self.proxy_for(url)
         if target is not None and proxy is None:
             pool = self._direct_pools.get(target.origin)
             if pool is not None:

@@ -13,10 +13,10 @@ validator the latest attempt left.
 """
 from __future__ import annotations
 
+import os
 import random
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, ContextManager, Mapping, Protocol
 
 from media_crawler.http import Timeouts
@@ -59,19 +59,13 @@ class DownloadRequest:
     """
 
     url: str
-    part_path: Path
+    part_path: str | os.PathLike[str]  # read as text (os.fspath) by the engine: a str or a Path alike
     headers: Mapping[str, str] = field(default_factory=dict)
     validator: str | None = None
     expected_size: int | None = None
     platform: str = "urls"
     resolve: Callable[[], str] | None = None
     keep_body: bool = True
-
-    def __post_init__(self) -> None:
-        # Callers hand a str or any PathLike; the engine works with a Path (a download
-        # step hands one already: Path(path) is a fresh parse, a few us per item).
-        if not isinstance(self.part_path, Path):
-            object.__setattr__(self, "part_path", Path(self.part_path))
 
 
 @dataclass(frozen=True)

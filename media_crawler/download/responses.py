@@ -17,6 +17,7 @@ from media_crawler.download.media_transport import CarriesMedia, MediaTransport,
 from media_crawler.errors import CrawlError, ErrorClass, status_error
 from media_crawler.http import Timeouts, parse_retry_after, redact_url
 from media_crawler.net.connect_errors import dropped_connection_class
+from media_crawler.net.pinning import check_proxied_target
 from media_crawler.net.policy import AddressRefused, UrlPolicy
 from media_crawler.net.redirects import get_following_redirects
 from media_crawler.net.targets import Target
@@ -47,10 +48,14 @@ def open_following_redirects(
     transport = media_transport_of(session)
 
     def send(target, hop_headers):
-        return _get(transport, target, hop_headers, timeouts)
+        # Each hop's proxy is looked up once, here, for both of its uses: the check of a
+        # proxied target (what get_following_redirects' proxy_for would do, at the same
+        # point: before sending, its AddressRefused a disallowed_url) and the transport.
+        proxy = transport.proxy_for(target.url)
+        check_proxied_target(url_policy, target, proxy)
+        return _get(transport, target, hop_headers, timeouts, proxy)
 
-    response, _target = get_following_redirects(url_policy, url, headers, send, max_redirects=max_redirects,
-                                                proxy_for=transport.proxy_for)
+    response, _target = get_following_redirects(url_policy, url, headers, send, max_redirects=max_redirects)
     return response
 
 
@@ -75,7 +80,8 @@ class MediaResponse:
         self.close()
 
 
-def _get(transport: MediaTransport, target: Target, headers: Mapping[str, str], timeouts: Timeouts) -> MediaResponse:
+def _get(transport: MediaTransport, target: Target, headers: Mapping[str, str], timeouts: Timeouts,
+         proxy: str | None) -> MediaResponse:
     """One GET, redirects not followed, with urllib3's failures turned into error classes.
 
     Messages name the exception type, never str(exc): urllib3 puts the full
@@ -83,11 +89,10 @@ def _get(transport: MediaTransport, target: Target, headers: Mapping[str, str], 
     The URL sent is the Target's: ASCII, normalized once by net/targets.py.
     """
     url = target.url
-    safe_url = redact_url(url)
     try:
-        raw = transport.request("GET", url, headers, timeouts=timeouts, target=target)
+        raw = transport.request("GET", url, headers, timeouts=timeouts, target=target, proxy=proxy)
     except urllib3.exceptions.LocationValueError:
-        raise CrawlError(ErrorClass.DISALLOWED_URL, f"unusable URL {safe_url}") from None
+        raise CrawlError(ErrorClass.DISALLOWED_URL, f"unusable URL {redact_url(url)}") from None
     except AddressRefused as exc:
         raise CrawlError(ErrorClass.DISALLOWED_URL, str(exc)) from None
     except urllib3.exceptions.MaxRetryError as exc:  # as requests read it: only a connect timeout is a timeout
@@ -95,11 +100,11 @@ def _get(transport: MediaTransport, target: Target, headers: Mapping[str, str], 
         timed_out = isinstance(reason, urllib3.exceptions.ConnectTimeoutError) and not isinstance(
             reason, urllib3.exceptions.NewConnectionError)
         error_class = ErrorClass.NETWORK_TIMEOUT if timed_out else dropped_connection_class(exc)
-        raise CrawlError(error_class, f"{type(reason).__name__} from {safe_url}") from None
+        raise CrawlError(error_class, f"{type(reason).__name__} from {redact_url(url)}") from None
     except urllib3.exceptions.ReadTimeoutError:
-        raise CrawlError(ErrorClass.NETWORK_TIMEOUT, f"ReadTimeoutError from {safe_url}") from None
+        raise CrawlError(ErrorClass.NETWORK_TIMEOUT, f"ReadTimeoutError from {redact_url(url)}") from None
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise CrawlError(dropped_connection_class(exc), f"{type(exc).__name__} from {safe_url}") from None
+        raise CrawlError(dropped_connection_class(exc), f"{type(exc).__name__} from {redact_url(url)}") from None
     return MediaResponse(raw, url)
 
 

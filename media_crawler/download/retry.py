@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, TypeVar
 
-from media_crawler.download.fetcher import DownloadResult, download_to_part
+from media_crawler.download.fetcher import DownloadResult, discard_part, download_to_part
 from media_crawler.download.media_transport import CarriesMedia, MediaTransport
 from media_crawler.download.request import (
     DEFAULT_MAX_ATTEMPTS, PENALTY_SECONDS, DownloadPolicy, DownloadRequest, RateBudget)
@@ -130,7 +130,7 @@ def download_with_retries(
 
     def attempt() -> DownloadResult:
         # The request as the latest attempt left it (a first attempt: the request itself,
-        # not a copy: replace() runs the dataclass's __init__ and its Path() again).
+        # not a copy: replace() runs the dataclass's __init__ again).
         this = request if current.url is request.url and current.validator is request.validator else replace(
             request, url=current.url, validator=current.validator)
         try:
@@ -147,7 +147,7 @@ def download_with_retries(
 
     def recover(error: CrawlError, delay: float) -> float | None:
         if error.policy.restart_part:
-            part_path.unlink(missing_ok=True)
+            discard_part(part_path)
             current.validator = None
         if error.error_class is ErrorClass.URL_EXPIRED:
             if request.resolve is None:
@@ -170,7 +170,7 @@ def download_with_retries(
         return loop.run(attempt, recover=recover, describe=describe)
     except CrawlError as error:
         if error.policy.final_state is FinalState.GONE:
-            part_path.unlink(missing_ok=True)  # never coming back: do not leave staging litter
+            discard_part(part_path)  # never coming back: do not leave staging litter
         raise
 
 

@@ -127,6 +127,27 @@ def test_the_proxy_choice_is_read_once_per_origin(monkeypatch):
     assert transport.proxy_for("https://cdn.example.org/b.jpg") == "http://proxy.internal:3128"
 
 
+def test_through_a_proxy_every_hop_is_judged_and_its_proxy_looked_up_once(server, monkeypatch):
+    """Through a proxy, each hop's target name is resolved and judged before anything is
+    sent (a redirect to a name resolving internally is refused), and the hop's proxy is
+    looked up once, for that check and the transport alike."""
+    monkeypatch.setenv("HTTP_PROXY", server.url(""))
+    real = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *rest, **kw: real(
+        "127.0.0.1" if host == "inside.example.test" else host, *rest, **kw))
+    server.route("/hop.jpg", Reply(redirect_to="http://inside.example.test/x.jpg"))
+    server.route("/x.jpg", Reply(JPEG, content_type="image/jpeg"))
+    transport, looked_up = MediaTransport(), []
+    proxy_for = transport.proxy_for
+    monkeypatch.setattr(transport, "proxy_for", lambda url: looked_up.append(url) or proxy_for(url))
+    with pytest.raises(CrawlError) as caught:
+        open_following_redirects(transport, "http://media.example.test/hop.jpg", HEADERS, timeouts=Timeouts(),
+                                 url_policy=UrlPolicy.from_entries(["*"]), max_redirects=2)
+    assert caught.value.error_class is ErrorClass.DISALLOWED_URL and "internal address" in caught.value.message
+    assert len(server.requests_to("/hop.jpg")) == 1 and server.requests_to("/x.jpg") == []
+    assert looked_up == ["http://media.example.test/hop.jpg", "http://inside.example.test/x.jpg"]
+
+
 def test_the_api_transport_reads_the_environment_once_per_origin(server, monkeypatch):
     """requests' environment settings (proxies, CA bundle) are read once per origin,
     not once or twice per API call (the pinning check reads the proxy too)."""
