@@ -412,8 +412,11 @@ def _download_one(runtime: Runtime, task: Task, step: _BatchContext, keep_body: 
     adapter = runtime.adapter(task.platform)
     attempts = {"n": 0, "validator": task.etag, "attempt_started": started}
 
+    # The item as the adapter's hooks see it, made only for hooks that may read it.
+    record = None if step.record_free(adapter) else task.as_record()
+
     def resolve() -> str:
-        return adapter.resolve(task.as_record()).media_url
+        return adapter.resolve(task.as_record() if record is None else record).media_url
 
     def on_attempt(report: AttemptReport) -> None:
         attempts["n"] = report.attempt
@@ -427,16 +430,13 @@ def _download_one(runtime: Runtime, task: Task, step: _BatchContext, keep_body: 
         attempts["attempt_started"] = now + (report.delay_s or 0.0)  # the retry loop sleeps, then tries again
 
     url = task.media_url
-    if step.record_free(adapter):
-        lifetime, headers = None, {}
-    else:
-        record = task.as_record()
-        lifetime, headers = adapter.url_lifetime_for(record), adapter.download_headers(record)
+    lifetime = None if record is None else adapter.url_lifetime_for(record)
     try:
         if lifetime and (task.resolved_at or 0) + lifetime * 0.9 < time.time():
             url = resolve()  # the signed URL is (nearly) expired: ask the platform for a fresh one
         request = DownloadRequest(
-            url, runtime.store.staging_path(task.staging_name), headers=headers,
+            url, runtime.store.staging_path(task.staging_name),
+            headers={} if record is None else adapter.download_headers(record),
             validator=task.etag, expected_size=task.expected_size, platform=task.platform,
             resolve=resolve if task.resolve_ref else None, keep_body=keep_body,
         )
