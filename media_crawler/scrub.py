@@ -241,6 +241,21 @@ def excerpt(text: str | None, limit: int, extra: Iterable[str | None] = ()) -> s
     return _mask_cut_secret(text, extra) if extra or _REGISTERED else text
 
 
+def excerpts_change_nothing(texts: Iterable[str], limit: int) -> bool:
+    """True when `excerpt(text, limit)` is `text` itself for every one of `texts`: none is
+    longer than `limit`, none holds what scrub_text rewrites (a URL, a `name=value` pair:
+    both need "://" or "="), and no secret is registered (none to mask, no tail to check).
+    Anything but a str is taken as changed (its excerpt would be of its str()).
+    A caller with several short texts (a media response's headers, at every item) then
+    makes no excerpt; with a secret registered it makes them all, as before."""
+    if _REGISTERED:
+        return False
+    for text in texts:
+        if type(text) is not str or len(text) > limit or "://" in text or "=" in text:
+            return False
+    return True
+
+
 def _mask_cut_secret(text: str, extra: Iterable[str]) -> str:
     """`text` whose tail, if it is the start of a secret form, is masked (the longest such tail)."""
     if len(text) < MIN_SECRET_LENGTH:  # a start shorter than that is not masked (nor registered)

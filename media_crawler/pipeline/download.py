@@ -29,6 +29,7 @@ from media_crawler.observe.events import log_item, log_stages
 from media_crawler.observe.progress import LogSink, Progress
 from media_crawler.pipeline.report import BYTES_COMMITTED, StageReport
 from media_crawler.pipeline.runtime import Runtime
+from media_crawler.platforms.base import PlatformAdapter
 from media_crawler.pipeline.scope import Sources, source_keys
 from media_crawler.pipeline.scheduling import SizeAwareOrder
 from media_crawler.crashpoints import AFTER_CLAIM, AFTER_DOWNLOAD_LEDGER, AFTER_PART_WRITE, crash_point
@@ -160,6 +161,7 @@ class _BatchContext:
     wait_threads: int
     after_download: Callable[[ItemOutcome], Any] | None
     policies: dict[str, DownloadPolicy] = field(default_factory=dict)
+    record_free_kinds: dict[type, bool] = field(default_factory=dict)  # record_free's answers by adapter class
 
     def policy(self, runtime: Runtime, platform: str) -> DownloadPolicy:
         """The platform's download policy, made on its first item and shared by the rest of the step."""
@@ -172,6 +174,19 @@ class _BatchContext:
                 sleep=self.turns.sleep if self.turns else time.sleep,
             )
         return policy
+
+    def record_free(self, adapter: PlatformAdapter) -> bool:
+        """Whether the adapter's per-item download hooks answer without the item's record, so
+        that none is made (a MediaRecord per item) but for a re-resolution: it keeps
+        PlatformAdapter's url_lifetime_for with URLs that never expire (no lifetime) and its
+        download_headers (none), as the URL-list adapter does."""
+        free = self.record_free_kinds.get(type(adapter))
+        if free is None:
+            kind = type(adapter)
+            free = self.record_free_kinds[kind] = (
+                kind.url_lifetime_for is PlatformAdapter.url_lifetime_for and adapter.url_lifetime_s is None
+                and kind.download_headers is PlatformAdapter.download_headers)
+        return free
 
 
 def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, report: StageReport,
@@ -395,11 +410,13 @@ def _download_one(runtime: Runtime, task: Task, step: _BatchContext, keep_body: 
         halted.setdefault(task.platform, error)
         return ItemOutcome(task, None, error, task.attempts, started, 0.0)
     adapter = runtime.adapter(task.platform)
-    record = task.as_record()
     attempts = {"n": 0, "validator": task.etag, "attempt_started": started}
 
+    # The item as the adapter's hooks see it, made only for hooks that may read it.
+    record = None if step.record_free(adapter) else task.as_record()
+
     def resolve() -> str:
-        return adapter.resolve(record).media_url
+        return adapter.resolve(task.as_record() if record is None else record).media_url
 
     def on_attempt(report: AttemptReport) -> None:
         attempts["n"] = report.attempt
@@ -413,12 +430,13 @@ def _download_one(runtime: Runtime, task: Task, step: _BatchContext, keep_body: 
         attempts["attempt_started"] = now + (report.delay_s or 0.0)  # the retry loop sleeps, then tries again
 
     url = task.media_url
-    lifetime = adapter.url_lifetime_for(record)
+    lifetime = None if record is None else adapter.url_lifetime_for(record)
     try:
         if lifetime and (task.resolved_at or 0) + lifetime * 0.9 < time.time():
             url = resolve()  # the signed URL is (nearly) expired: ask the platform for a fresh one
         request = DownloadRequest(
-            url, runtime.store.staging_path(task.staging_name), headers=adapter.download_headers(record),
+            url, runtime.store.staging_path(task.staging_name),
+            headers={} if record is None else adapter.download_headers(record),
             validator=task.etag, expected_size=task.expected_size, platform=task.platform,
             resolve=resolve if task.resolve_ref else None, keep_body=keep_body,
         )

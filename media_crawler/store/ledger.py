@@ -327,16 +327,28 @@ def _record_columns(record: MediaRecord) -> dict[str, Any]:
     that carried one keeps `***` in its place: fetching it sends no secret anywhere."""
     columns = {
         "platform": record.platform, "item_id": record.item_id, "variant": record.variant, "kind": record.kind,
-        "canonical_url": scrub_url(record.canonical_url), "media_url": record.media_url and mask_secrets(record.media_url),
+        "canonical_url": scrub_url(record.canonical_url), "media_url": record.media_url,
         "backup_urls": json.dumps(list(record.backup_urls)) if record.backup_urls else "[]",
         "group_key": record.group, "resolve_ref": record.resolve_ref, "published_at": iso_utc(record.published_at),
         "meta": _meta_json(dict(record.meta)),
         "expected_sha256": record.expected_sha256, "expected_size": record.expected_size,
     }
-    for name in ("item_id", "variant", "backup_urls", "group_key", "resolve_ref", "meta"):
-        if columns[name]:
-            columns[name] = mask_secrets(columns[name])
+    # The texts a feed chose, masked by value: all looked at in one pass (one scrubber call,
+    # not one per column), and each masked on its own only when that pass found a secret.
+    # A secret in one of them is in the joined text; one the join would make across two of
+    # them only costs the masks.
+    texts = [columns[name] for name in _FEED_TEXTS if columns[name]]
+    joined = "\n".join(texts)
+    if mask_secrets(joined) != joined:
+        for name in _FEED_TEXTS:
+            if columns[name]:
+                columns[name] = mask_secrets(columns[name])
     return columns
+
+
+# The columns _record_columns masks by value (the platform, the kind, the date and the
+# numbers are the crawler's own vocabulary; canonical_url is scrubbed as a URL).
+_FEED_TEXTS = ("item_id", "variant", "media_url", "backup_urls", "group_key", "resolve_ref", "meta")
 
 
 # json.dumps(meta, ensure_ascii=False, default=str) without building an encoder per row

@@ -22,7 +22,7 @@ from media_crawler import errors
 from media_crawler.errors import CrawlError
 from media_crawler.store.states import COMMITTED, DISCOVERED, DOWNLOADED, RETRY_WAIT, VERIFIED
 from media_crawler.store.waits import halted_values, retry_values
-from media_crawler.scrub import excerpt
+from media_crawler.scrub import excerpt, excerpts_change_nothing
 
 
 def _said(response: Mapping[str, Any] | None) -> str | None:
@@ -30,8 +30,16 @@ def _said(response: Mapping[str, Any] | None) -> str | None:
     bounded (a hostile server chooses them)."""
     if not response:
         return None
-    return _SORTED_JSON({name: value if isinstance(value, int) else excerpt(str(value), 300)
+    # Usually every value is a number or a short plain text (a content type, an ETag, a
+    # date) that its excerpt would return as it is: then no excerpt is made (four per item).
+    if type(response) is dict and excerpts_change_nothing(
+            [value for value in response.values() if type(value) is not int], _SAID_LIMIT):
+        return _SORTED_JSON(response)
+    return _SORTED_JSON({name: value if isinstance(value, int) else excerpt(str(value), _SAID_LIMIT)
                          for name, value in response.items()})
+
+
+_SAID_LIMIT = 300  # characters kept of each header value
 
 
 # json.dumps(..., sort_keys=True) without making a JSONEncoder at each call (one per item

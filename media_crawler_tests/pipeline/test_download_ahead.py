@@ -72,3 +72,24 @@ def test_a_retry_after_is_waited_out_while_an_earlier_item_is_still_being_verifi
     assert events == ["2 requests to later.png when first.png verified"]
     # The 503 and then its retry: one request each, the Retry-After waited (not hammered).
     assert [entry.status for entry in server.requests_to("/later.png")] == [503, 200]
+
+
+def test_an_adapter_whose_download_hooks_are_the_defaults_needs_no_record_per_item():
+    # _download_one makes no MediaRecord for such an adapter (the URL-list one), and takes no
+    # lifetime and no headers: what its hooks answer for any record, signed (resolve_ref) or not.
+    from media_crawler.models import MediaRecord
+    from media_crawler.pipeline.download import _BatchContext
+    from media_crawler.platforms.bilibili.client import BilibiliAdapter
+    from media_crawler.platforms.facebook.client import FacebookAdapter
+    from media_crawler.platforms.urls.client import UrlsAdapter
+    from media_crawler.platforms.weibo.client import WeiboAdapter
+
+    step = _BatchContext("owner", {}, None, 1, None, 0, None)
+    urls = object.__new__(UrlsAdapter)
+    assert step.record_free(urls) and step.record_free(urls)  # (the second answer is the kept one)
+    for ref in (None, "post:1"):
+        record = MediaRecord(platform="urls", item_id="1", variant="file", kind="image", canonical_url="https://e/1",
+                             media_url="https://e/1.jpg", resolve_ref=ref)
+        assert urls.url_lifetime_for(record) is None and urls.download_headers(record) == {}
+    # Signed URLs that expire, or CDN headers: their hooks are asked with the item's record.
+    assert not any(step.record_free(object.__new__(kind)) for kind in (BilibiliAdapter, FacebookAdapter, WeiboAdapter))

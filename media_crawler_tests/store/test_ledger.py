@@ -1,4 +1,5 @@
 """The ledger: seen-set, leases and claims, batched transitions, cursors, migrations."""
+import dataclasses
 import time
 
 import pytest
@@ -102,3 +103,29 @@ def test_sqlite_checkpoints_its_wal_every_4000_pages_not_every_1000(tmp_path):
     ledger.record_discovered([record(n) for n in range(14_000)], source_key="s", day="d")  # >1,000 pages
     wal_pages = os.path.getsize(f"{path}-wal") // (4096 + 24)
     assert 1000 < wal_pages < 4000 and os.path.getsize(path) == size_before  # not checkpointed yet
+
+
+def test_a_registered_secret_in_any_feed_text_is_masked_in_that_column_only(tmp_path, monkeypatch):
+    # _record_columns looks at the feed's texts in one pass and masks column by column only
+    # when that pass finds a secret: each column must hold what masking it alone gives.
+    from media_crawler import scrub
+    from media_crawler.store.ledger import _record_columns
+
+    monkeypatch.setattr(scrub, "_REGISTERED", ("s3cr3tvalue",))
+    plain = MediaRecord(platform="urls", item_id="id-1", variant="file", kind="image",
+                        canonical_url="https://example.org/1", media_url="https://cdn.example.org/1.jpg",
+                        backup_urls=("https://b.example.org/1.jpg",), group="g1", resolve_ref="post:1",
+                        meta={"title": "a title"})
+    assert _record_columns(plain)["meta"] == '{"title": "a title"}'
+    for field_name, column, value in [("item_id", "item_id", "id-s3cr3tvalue"), ("variant", "variant", "vs3cr3tvalue"),
+                                      ("media_url", "media_url", "https://cdn/?k=s3cr3tvalue"),
+                                      ("backup_urls", "backup_urls", ("https://b/s3cr3tvalue",)),
+                                      ("group", "group_key", "s3cr3tvalue"), ("resolve_ref", "resolve_ref", "post:s3cr3tvalue"),
+                                      ("meta", "meta", {"title": "s3cr3tvalue!"})]:
+        columns = _record_columns(dataclasses.replace(plain, **{field_name: value}))
+        assert "s3cr3tvalue" not in repr(columns), field_name
+        assert "***" in columns[column], field_name
+        assert columns == {**_record_columns(plain), column: columns[column]}, field_name
+    # Two texts that make a registered form only where the join puts them side by side.
+    monkeypatch.setattr(scrub, "_REGISTERED", ("id-1\nfile",))
+    assert _record_columns(plain)["item_id"] == "id-1" and _record_columns(plain)["variant"] == "file"

@@ -66,3 +66,26 @@ def test_a_download_keeps_what_the_response_said_as_sorted_bounded_json(ledger_a
                               '"status": 200}')
     no_answer = Downloaded(sha256="ab" * 32, size=3, etag=None, started_at=1.0, attempts=1)
     assert ledger_and_row(no_answer, "media_response") == (None,)
+
+
+@pytest.mark.parametrize("said", [
+    {"status": 200, "content_type": "image/jpeg", "etag": '"abc"', "date": "Thu, 03 Dec 2026 20:00:00 GMT"},
+    {"status": 200, "content_type": "text/html; charset=utf-8", "etag": "W/\"x\"", "location": "https://a.example/?token=t0ps3cret"},
+    {"status": 200, "etag": "sessdata=abcdef123", "date": "y" * 301},
+    {"status": True, "content_type": "image/png", "size": 12.5},
+])
+def test_what_the_response_said_is_stored_as_each_values_excerpt_whether_or_not_one_is_needed(said, monkeypatch):
+    # _said skips the excerpts when every one would return its text: the stored JSON must be
+    # the one the excerpts make, with no secret registered and with one (then they are all made).
+    from media_crawler import scrub
+    from media_crawler.store.transitions import _SORTED_JSON, _said
+
+    def by_excerpts():
+        return _SORTED_JSON({name: value if isinstance(value, int) else scrub.excerpt(str(value), 300)
+                             for name, value in said.items()})
+
+    monkeypatch.setattr(scrub, "_REGISTERED", ())
+    assert _said(said) == by_excerpts()
+    monkeypatch.setattr(scrub, "_REGISTERED", ("image/jpeg", "0:00 GMT-and-more", "t0ps3cret"))
+    assert _said(said) == by_excerpts()
+    assert "image/jpeg" not in _said(said) and "t0ps3cret" not in _said(said)
