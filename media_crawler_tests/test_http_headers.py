@@ -78,13 +78,11 @@ def test_the_header_limits_are_http_clients(reader):
 def test_a_hostile_run_of_blanks_is_refused_without_backtracking(reader):
     """A value of 60,000 blanks then a control character is no plain line: the email parser
     reads it, as http.client does. The quick parse's pattern refused it in ~45 s of
-    backtracking before its blanks and value could split only one way."""
-    import time
-
+    backtracking before its blanks and value could split only one way (4 ms now): no
+    timed assertion here (timing is bench/'s), a return of the backtracking shows as
+    this test taking most of a minute."""
     block = b"X-Blanks:" + b" " * 60_000 + b"\x01\r\n" + b"X-More:" + b"\t" * 4000 + b"\x02\r\n\r\n"
-    started = time.process_time()
     quick = parse_response_headers(reader(block))
-    assert time.process_time() - started < 2.0
     assert quick.items() == http.client.parse_headers(io.BytesIO(block)).items()
 
 
