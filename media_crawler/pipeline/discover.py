@@ -86,7 +86,7 @@ def discover_sources(runtime: Runtime, sources: Sequence[Source], window: DayWin
             with correlation(**ids):  # so every fetch line names its run, partition and step
                 report = discover(runtime, source, window, run_id=run_id)
         except CrawlError as error:
-            slow_down_if_asked(runtime.budget, source.platform, error)
+            slow_down_if_asked(runtime.budget_for(source.platform), source.platform, error)
             since = open_feed_error_since(runtime.ledger, source.key, day) or time.time()
             return SourceFailure(source.key, error, since)
         mark_feed_finished(runtime.ledger, source.key, day, report.new, run_id)

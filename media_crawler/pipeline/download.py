@@ -169,7 +169,7 @@ class _BatchContext:
         if policy is None:  # two workers may both make it: equal values, either one will do
             policy = self.policies[platform] = DownloadPolicy(
                 max_bytes=runtime.config.max_item_bytes, url_policy=runtime.media_policy(platform),
-                max_attempts=errors.ATTEMPTS.in_step, budget=runtime.budget,
+                max_attempts=errors.ATTEMPTS.in_step, budget=runtime.budget_for(platform),
                 # A worker sleeping through a retry delay gives its turn to the next item.
                 sleep=self.turns.sleep if self.turns else time.sleep,
             )

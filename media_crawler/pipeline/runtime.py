@@ -157,6 +157,12 @@ class Runtime:
                 self._budget = SharedRateBudget(self.ledger.engine, self._rates)
             return self._budget
 
+    def budget_for(self, platform: str):
+        """The platform's shared request budget, or None for a platform without one (a plain
+        URL list, unless `platforms.<name>.rate` gives it one): its requests wait for nothing,
+        and no budget is built for it, nor the budget rows of platforms the run never asks."""
+        return self.budget if platform in self._rates else None
+
     @functools.cached_property
     def transport(self):
         """The platforms' API transport (requests: platforms/transport.py)."""
@@ -210,8 +216,9 @@ class Runtime:
     def _take_budget(self, platform: str) -> None:
         """A platform without a budget (a plain URL list) waits for nothing, not even
         the ledger that holds the budgets' buckets."""
-        if platform in self._rates:
-            self.budget.acquire(platform)
+        budget = self.budget_for(platform)
+        if budget is not None:
+            budget.acquire(platform)
 
     def _keep_answer(self, answer) -> None:
         self.answer_keeper.keep(answer)  # the keeper (and the ledger) wanted once an answer is in
