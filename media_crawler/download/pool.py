@@ -25,13 +25,14 @@ items are still being decoded, not after them (pipeline/download.py).
 With a second stage its outcomes reach the caller in batches: they wait in a
 deque, and the caller's thread is woken when WAKE_EVERY have gathered (or
 DELIVER_WITHIN_S has passed), to take all that are there. Woken per item (a put
-to the queue it waited on), it woke for about one item in four in fetch-urls,
-each wake a futex call, a context switch and a GIL transfer, and its record of
-each item (a log line, a ledger change) taken a few at a time between the
-settling threads' work; in batches the 5,000-file set made a sixth fewer context
-switches and took ~2 % less CPU. (Recording each outcome on the thread that
-settled it instead, under a lock, made a third fewer context switches but took no
-less CPU: the recording's user time grew as the scheduler's shrank.)
+to the queue it waited on), fetch-urls' main thread woke for about one item in
+four (~600 wakes a process on 2,500 files, now ~60), each wake a futex call, a
+context switch and a GIL transfer, and it took the GIL for its record of each
+item (a log line, a ledger change) between the settling threads' work: in
+batches the 5,000-file set made ~13 % fewer context switches and futex calls and
+took ~1.5 % less CPU (50 interleaved runs). (Recording each outcome on the thread
+that settled it instead, under a lock, cut the context switches by a quarter but
+took no less CPU: the recording's user time grew as the scheduler's shrank.)
 
 The first stage has `workers` threads; beyond them, a spare thread (up to
 `Naps.spares`) is started only when an item sleeps through a retry delay
