@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -151,3 +152,27 @@ def test_the_workers_see_the_callers_context_variables():
     marker.set("the caller's")
     outcomes = list(run_bounded(lambda n: marker.get(), range(4), workers=2, then=lambda seen: (seen, marker.get())))
     assert {o.result for o in outcomes} == {("the caller's", "the caller's")}
+
+
+def test_a_second_stages_outcomes_come_in_batches_and_one_alone_comes_too():
+    """With `then`, the outcomes reach the caller WAKE_EVERY at a time (its thread is not
+    woken per item), each exactly once; and one that comes alone reaches it within
+    DELIVER_WITHIN_S, not when enough have gathered."""
+    from media_crawler.download import pool
+
+    outcomes = list(run_bounded(lambda n: n, range(10 * pool.WAKE_EVERY + 3), workers=4, then=lambda n: -n))
+    assert sorted(o.result for o in outcomes) == [-n for n in reversed(range(10 * pool.WAKE_EVERY + 3))]
+
+    seen: list[int] = []
+
+    def after_the_previous_is_seen(n):  # so each outcome comes alone
+        deadline = time.monotonic() + 20 * pool.DELIVER_WITHIN_S
+        while len(seen) < n:
+            assert time.monotonic() < deadline, f"item {n - 1} not delivered alone"
+            time.sleep(0.005)
+        return n
+
+    for outcome in run_bounded(after_the_previous_is_seen, range(5), workers=1, then=lambda n: n, then_workers=1):
+        assert outcome.ok, outcome.error
+        seen.append(outcome.result)
+    assert seen == [0, 1, 2, 3, 4]
