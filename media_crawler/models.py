@@ -6,12 +6,47 @@ expires within hours.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeVar
 
 KINDS = ("image", "video", "audio")
+_Record = TypeVar("_Record", bound=type)
+
+
+def item_record(cls: _Record) -> _Record:
+    """@dataclass(frozen=True) for a record made at every item, its __init__ storing the
+    fields with one `__dict__.update`: dataclass's own calls object.__setattr__ once per
+    field, ~1.3K instructions each under CPython 3.11, ~90K a small file over the dozen
+    frozen records an item makes (issue 31). The instance is as frozen (assignment and
+    deletion still raise FrozenInstanceError), and equality, hash, repr, replace() and
+    defaults (default_factory too) are dataclass's. For plain records only: a class with
+    __post_init__, slots, keyword-only fields or fields left out of __init__ is refused."""
+    cls = dataclass(frozen=True)(cls)
+    fields = dataclasses.fields(cls)
+    if (hasattr(cls, "__post_init__") or "__slots__" in cls.__dict__
+            or any(not f.init or f.kw_only for f in fields)):
+        raise TypeError(f"{cls.__qualname__}: item_record takes plain fields only")
+    scope: dict[str, Any] = {"_unset": object()}
+    params, fills = [], []
+    for index, f in enumerate(fields):
+        if f.default_factory is not dataclasses.MISSING:
+            scope[f"_factory{index}"] = f.default_factory
+            params.append(f"{f.name}=_unset")
+            fills.append(f"    if {f.name} is _unset:\n        {f.name} = _factory{index}()\n")
+        elif f.default is not dataclasses.MISSING:
+            scope[f"_default{index}"] = f.default
+            params.append(f"{f.name}=_default{index}")
+        else:
+            params.append(f.name)
+    stores = ", ".join(f"{f.name}={f.name}" for f in fields)
+    exec(f"def __init__(self, {', '.join(params)}):\n{''.join(fills)}    self.__dict__.update({stores})\n", scope)
+    init = scope["__init__"]
+    init.__qualname__, init.__module__ = f"{cls.__qualname__}.__init__", cls.__module__
+    cls.__init__ = init
+    return cls
 
 
 @dataclass(frozen=True)
@@ -63,7 +98,7 @@ class Lease:
     run_id: str | None = None
 
 
-@dataclass(frozen=True)
+@item_record
 class MediaRecord:
     """One downloadable media variant, normalized from a platform response.
 

@@ -18,11 +18,12 @@ import http.client
 import os
 import socket
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Callable, Iterator, NamedTuple
 
 import urllib3
 
+from media_crawler.models import item_record
 from media_crawler.download.media_transport import CarriesMedia, MediaTransport
 from media_crawler.download.responses import (
     MediaResponse,
@@ -50,7 +51,7 @@ _DISCARD_PART_CLASSES = (ErrorClass.BAD_SIGNATURE, ErrorClass.TOO_LARGE, ErrorCl
 KEEP_BODY_BYTES = 256 * 1024
 
 
-@dataclass(frozen=True)
+@item_record
 class DownloadResult:
     sha256: str
     size: int  # bytes in the finished .part

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ContextManager, Mapping, Protocol
 
+from media_crawler.models import item_record
 from media_crawler.http import Timeouts
 from media_crawler.net.policy import UrlPolicy
 
@@ -43,7 +44,7 @@ class RateBudget(Protocol):
         """Hold one of the platform's concurrent-request slots."""
 
 
-@dataclass(frozen=True)
+@item_record
 class DownloadRequest:
     """One item to fetch into its staging .part.
 

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, TypeVar
 
+from media_crawler.models import item_record
 from media_crawler.download.fetcher import DownloadResult, discard_part, download_to_part
 from media_crawler.download.media_transport import CarriesMedia, MediaTransport
 from media_crawler.download.request import (
@@ -41,7 +42,7 @@ def slow_down_if_asked(budget: RateBudget | None, platform: str, error: CrawlErr
         budget.penalize(platform, seconds=max(PENALTY_SECONDS, error.retry_after or 0.0))
 
 
-@dataclass(frozen=True)
+@item_record
 class AttemptReport:
     attempt: int  # counts from 1
     error: CrawlError | None  # None: this attempt succeeded

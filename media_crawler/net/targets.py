@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from urllib.parse import quote, urljoin
 
+from media_crawler.models import item_record
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.net.addresses import Address, parse_address
 from media_crawler.scrub import excerpt
@@ -37,7 +37,7 @@ _PLAIN_TAIL = re.compile(f"^[{_TAIL_CHARS}]*$")
 _PLAIN_URL = re.compile(f"(https?)://([^/?#\\x00-\\x20\\x7f]*)(/[{_TAIL_CHARS}]*)")
 
 
-@dataclass(frozen=True)
+@item_record
 class Target:
     """A URL the policy can judge and the connection can dial, read the same way by both."""
 

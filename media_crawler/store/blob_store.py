@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, ContextManager, Iterable, Iterator, Protocol, runtime_checkable
+from media_crawler.models import item_record
 
 CHUNK = 1024 * 1024
 
 
-@dataclass(frozen=True)
+@item_record
 class StoredBlob:
     """What a put did: the blob's name and size, and whether this put stored it."""
     sha256: str

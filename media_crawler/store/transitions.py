@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
+from media_crawler.models import item_record
 from media_crawler import errors
 from media_crawler.errors import CrawlError
 from media_crawler.store.states import COMMITTED, DISCOVERED, DOWNLOADED, RETRY_WAIT, VERIFIED
@@ -56,7 +57,7 @@ _LEASE_ENDED = {"lease_owner": None, "lease_expires_at": None}
 _NO_ERROR = {"error_class": None, "error_code": None, "error_message": None}
 
 
-@dataclass(frozen=True)
+@item_record
 class Downloaded:
     """The bytes are staged (a .part named after the row) and hashed; the verify stage is next."""
 
@@ -159,7 +160,7 @@ class StagingLost:
         return {"state": DISCOVERED, "sha256": None, "size": None}
 
 
-@dataclass(frozen=True)
+@item_record
 class Verified:
     """The staged bytes passed verification; the commit stage is next."""
 
@@ -169,7 +170,7 @@ class Verified:
         return {"state": VERIFIED, "verified_at": self.verified_at}
 
 
-@dataclass(frozen=True)
+@item_record
 class Committed:
     """The blob is in the store under the row's sha256; the row is finished."""
 
@@ -179,7 +180,7 @@ class Committed:
         return {"state": COMMITTED, "committed_at": self.committed_at, **_NO_ERROR}
 
 
-@dataclass(frozen=True)
+@item_record
 class Then:
     """Two moves of one row written as one update (fetch-urls verifies and commits in the
     download worker): the second's columns win where both write one."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import struct
 import zlib
-from dataclasses import dataclass
 from typing import BinaryIO
 
 from PIL import Image, UnidentifiedImageError
@@ -28,6 +27,7 @@ from PIL import Image, UnidentifiedImageError
 # format up in the registry, and an MPO needs its plugin loaded to be opened as one.
 from PIL import GifImagePlugin, JpegImagePlugin, MpoImagePlugin, PngImagePlugin, WebPImagePlugin  # noqa: F401
 
+from media_crawler.models import item_record
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.scrub import excerpt
 
@@ -46,7 +46,7 @@ MEDIA_TYPES = {"JPEG": "image/jpeg", "MPO": "image/jpeg", "PNG": "image/png", "G
 _PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}  # colour type -> samples per pixel
 
 
-@dataclass(frozen=True)
+@item_record
 class ImageInfo:
     media_type: str
     width: int

@@ -11,9 +11,9 @@ from __future__ import annotations
 import io
 import os
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 
+from media_crawler.models import item_record
 from media_crawler.errors import CrawlError, ErrorClass
 from media_crawler.store.blob_store import stream_sha256
 from media_crawler.verify.images import DEFAULT_MAX_PIXELS, verify_image
@@ -30,14 +30,14 @@ ACCEPTED_TYPES = {
 }
 
 
-@dataclass(frozen=True)
+@item_record
 class VerifyResult:
     media_type: str
     width: int | None = None
     height: int | None = None
 
 
-@dataclass(frozen=True)
+@item_record
 class Written:
     """What the writer of a file knows of it a moment after writing: the sha256 it computed
     while streaming, and for a small file the bytes it wrote, hashed and fsynced
