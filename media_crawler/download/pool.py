@@ -67,6 +67,8 @@ _READY = 5  # with a second stage: WAKE_EVERY outcomes (or more) wait in `ready`
 WAKE_EVERY = 32
 # ...or, as they trickle in, once this long has passed (the caller waits no longer).
 DELIVER_WITHIN_S = 0.05
+# The workers' names, as a stack dump or py-spy shows them: mc-worker_N, mc-worker-then_N.
+THREAD_NAME = "mc-worker"
 
 
 class Outcome(Generic[ItemT, ResultT]):
@@ -116,7 +118,7 @@ def run_bounded(
     max_in_flight: int | None = None,
     then: Callable[[ResultT], ResultT] | None = None,
     then_workers: int | None = None,
-    thread_name_prefix: str = "mc-worker",
+    closing: Callable[[], None] | None = None,
 ) -> Iterator[Outcome[ItemT, ResultT]]:
     """Yield an Outcome per item as each completes (not in input order).
 
@@ -135,6 +137,10 @@ def run_bounded(
     iterable itself is raised here.
     Closing the iterator early skips the items not yet started in either stage
     and waits for the running ones, as ThreadPoolExecutor.shutdown(cancel_futures=True) did.
+    closing: called first when the pool closes, before its threads are joined: it ends
+    any wait of the caller's own that only a skipped item would have ended. The
+    caller's own cleanup comes too late when the pool closes on an exception raised
+    inside it (Ctrl-C while it waits for an outcome): the join comes first.
     """
     if workers < 1:
         raise ValueError("workers must be at least 1")
@@ -231,11 +237,11 @@ def run_bounded(
         naps._tell = finished.put
     try:
         for _ in range(workers):
-            threads.append(start(serve, f"{thread_name_prefix}_{len(threads)}"))
+            threads.append(start(serve, f"{THREAD_NAME}_{len(threads)}"))
         first_running = len(threads)
         if then is not None:
             for _ in range(max(1, then_workers or workers)):
-                then_threads.append(start(serve_then, f"{thread_name_prefix}-then_{len(then_threads)}"))
+                then_threads.append(start(serve_then, f"{THREAD_NAME}-then_{len(then_threads)}"))
             then_running = len(then_threads)
         wait = DELIVER_WITHIN_S if then is not None else None
         while first_running or then_running:
@@ -258,7 +264,7 @@ def run_bounded(
                     if slots is not None:
                         slots.put(None)  # the sleeper's item does not count against the cap...
                     if not stopped and len(threads) < min(most_threads, workers + asleep):
-                        threads.append(start(serve, f"{thread_name_prefix}_{len(threads)}"))
+                        threads.append(start(serve, f"{THREAD_NAME}_{len(threads)}"))
                         first_running += 1
                 elif slots is not None:
                     owed += 1  # ...until it wakes: the next token handed back is not
@@ -279,6 +285,8 @@ def run_bounded(
         if naps is not None:
             naps._tell = None
         cancelled.append(True)
+        if closing is not None:
+            closing()
         if slots is not None:
             for _ in threads:
                 slots.put(None)  # a worker waiting for a token sees the pool closed

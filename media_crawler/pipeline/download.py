@@ -253,7 +253,7 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
     pending_bytes = 0  # received by the items in pending_changes: progress advances with each flush
     last_flush = time.monotonic()
     outcomes = run_bounded(download, order, workers=step.workers, naps=step.turns.naps if step.turns else None,
-                           then=then, then_workers=step.workers)
+                           then=then, then_workers=step.workers, closing=ahead.close if ahead is not None else None)
     try:
         for outcome in outcomes:
             if not outcome.ok:  # a bug, not a classified failure: record it as such and go on
@@ -278,7 +278,9 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
         # Stopping early (a failed ledger write, Ctrl-C): run_bounded skips the settles not
         # started, and only a settle gives a download's credit back, so a download waiting
         # for one would wait for ever, and the pool's join with it. Closing the credits
-        # first ends those waits (review38: the step hung instead of raising).
+        # first ends those waits (review38: the step hung instead of raising). run_bounded
+        # calls the same close (`closing`) before its join when the stop comes inside it
+        # (Ctrl-C while it waits for an outcome), where this finally would come too late.
         if ahead is not None:
             ahead.close()
         outcomes.close()

@@ -176,3 +176,42 @@ def test_a_second_stages_outcomes_come_in_batches_and_one_alone_comes_too():
         assert outcome.ok, outcome.error
         seen.append(outcome.result)
     assert seen == [0, 1, 2, 3, 4]
+
+
+def test_an_exception_inside_the_pool_calls_closing_before_the_join():
+    """Ctrl-C while the pool waits for an outcome is raised inside it: its own finally then
+    joins the threads before the caller's cleanup runs. A download waiting for what only a
+    skipped second stage would give back (fetch-urls' run-ahead credits) must be let go by
+    `closing` first, or the join waits for ever."""
+    credits = threading.Semaphore(1)  # given back by the second stage only, as the run-ahead's
+    closed = threading.Event()
+
+    def first(item: int) -> int:
+        credits.acquire()
+        if closed.is_set():
+            credits.release()  # passed on: every download still waiting stops too
+            raise RuntimeError("the step is ending")
+        return item
+
+    def then(item: int) -> int:
+        time.sleep(0.05)
+        credits.release()
+        return item
+
+    def close() -> None:
+        closed.set()
+        credits.release()
+
+    ended = threading.Event()
+
+    def consume() -> None:
+        outcomes = run_bounded(first, range(100), workers=3, then=then, closing=close)
+        next(outcomes)
+        with pytest.raises(KeyboardInterrupt):
+            outcomes.throw(KeyboardInterrupt)  # raised where the pool waits, as a Ctrl-C is
+        ended.set()
+
+    consumer = threading.Thread(target=consume, daemon=True)
+    consumer.start()
+    consumer.join(timeout=30)
+    assert ended.is_set(), "the pool's join waited for a download that only a skipped settle would release"
