@@ -277,12 +277,10 @@ def _download_batch(runtime: Runtime, tasks: list[Task], step: _BatchContext, re
     finally:
         # Stopping early (a failed ledger write, Ctrl-C): run_bounded skips the settles not
         # started, and only a settle gives a download's credit back, so a download waiting
-        # for one would wait for ever, and the pool's join with it. Closing the credits
-        # first ends those waits (review38: the step hung instead of raising). run_bounded
-        # calls the same close (`closing`) before its join when the stop comes inside it
-        # (Ctrl-C while it waits for an outcome), where this finally would come too late.
-        if ahead is not None:
-            ahead.close()
+        # for one would wait for ever, and the pool's join with it. The pool closes the
+        # credits (`closing` above) before that join, however it stops: here, or on an
+        # exception raised inside it (Ctrl-C while it waits for an outcome), where a close
+        # in this finally would come after the join (review38: the step hung).
         outcomes.close()
     _apply(runtime, pending_changes)
     if pending_changes:
