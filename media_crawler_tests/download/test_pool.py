@@ -166,9 +166,11 @@ def test_a_second_stages_outcomes_come_in_batches_and_one_alone_comes_too():
     seen: list[int] = []
 
     def after_the_previous_is_seen(n):  # so each outcome comes alone
-        deadline = time.monotonic() + 20 * pool.DELIVER_WITHIN_S
+        # Not a timing claim: a lone outcome held back for a batch would never come (this
+        # item waits for it), and the guard only turns that deadlock into a failure.
+        deadlock_guard = time.monotonic() + 60
         while len(seen) < n:
-            assert time.monotonic() < deadline, f"item {n - 1} not delivered alone"
+            assert time.monotonic() < deadlock_guard, f"item {n - 1} not delivered alone"
             time.sleep(0.005)
         return n
 
